@@ -1,0 +1,33 @@
+# heapprof -- jemalloc heap profiling from SQL (PGXS build)
+#
+#   make && make install        build and install the extension
+#   tests/run                   the whole test suite (see README)
+
+MODULE_big = heapprof
+EXTENSION  = heapprof
+DATA       = heapprof--1.0.sql
+PGFILEDESC = "heapprof - jemalloc heap profiling from SQL"
+
+# The pipeline: jemalloc binding, then the engine (plain C, no PostgreSQL
+# headers), then the thin PostgreSQL layer.
+JEMALLOC_OBJS = src/jemalloc.o
+ENGINE_OBJS   =
+PG_OBJS       = src/pg/heapprof.o src/pg/control.o
+OBJS          = $(JEMALLOC_OBJS) $(ENGINE_OBJS) $(PG_OBJS)
+
+# Named in error hints; the file jemalloc is preloaded from on this machine.
+JEMALLOC_SO ?= $(firstword $(wildcard /usr/lib/*/libjemalloc.so.2 /usr/lib64/libjemalloc.so.2 /usr/lib/libjemalloc.so.2) libjemalloc.so.2)
+
+PG_CPPFLAGS = -I$(srcdir)/src -DHEAPPROF_JEMALLOC_SO='"$(JEMALLOC_SO)"'
+PG_CFLAGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+SHLIB_LINK  = -ldl
+
+REGRESS      = control permissions
+REGRESS_OPTS = --dbname=heapprof_regress
+
+# No LLVM bitcode: the JIT has nothing to gain from inlining heapprof.
+with_llvm = no
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

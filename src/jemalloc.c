@@ -1,0 +1,163 @@
+/*
+ * jemalloc.c -- find jemalloc in the running process and drive its profiler.
+ *
+ * See jemalloc.h for why mallctl is resolved at run time.  Facts relied on
+ * (jemalloc 5.3): opt.prof tells whether profiling was compiled in and enabled
+ * at start (opt.prof_active reads true even when prof is off); every prof.*
+ * write answers ENOENT when it was not; stats.* are a snapshot refreshed by
+ * writing epoch.
+ */
+#include "jemalloc.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*mallctl_fn) (const char *, void *, size_t *, void *, size_t);
+
+static mallctl_fn mallctl_ptr;
+static const char *lib_path;
+static bool probed;
+static hpj_state state;
+
+/* Read a mallctl value of exactly the size of *out. */
+#define READ_CTL(name, out) \
+	read_ctl((name), (out), sizeof(*(out)))
+
+static int
+read_ctl(const char *name, void *out, size_t size)
+{
+	size_t		got = size;
+	int			rc = mallctl_ptr(name, out, &got, NULL, 0);
+
+	if (rc == 0 && got != size)
+		rc = EINVAL;
+	return rc;
+}
+
+hpj_state
+hpj_probe(void)
+{
+	void	   *mallctl_sym;
+	void	   *malloc_sym;
+	Dl_info		ctl_info;
+	Dl_info		malloc_info;
+	bool		flag;
+
+	if (probed)
+		return state;
+	probed = true;
+
+	mallctl_sym = dlsym(RTLD_DEFAULT, "mallctl");
+	if (mallctl_sym == NULL)
+		return state = HPJ_NOT_LOADED;
+	malloc_sym = dlsym(RTLD_DEFAULT, "malloc");
+
+	/*
+	 * Compare load bases, not names: one file can be reached through several
+	 * paths (merged /usr), and the main executable's name is the ps title.
+	 */
+	if (malloc_sym == NULL ||
+		dladdr(mallctl_sym, &ctl_info) == 0 ||
+		dladdr(malloc_sym, &malloc_info) == 0 ||
+		ctl_info.dli_fbase != malloc_info.dli_fbase)
+		return state = HPJ_NOT_ALLOCATOR;
+
+	mallctl_ptr = (mallctl_fn) mallctl_sym;
+	lib_path = ctl_info.dli_fname;
+
+	if (READ_CTL("config.prof", &flag) != 0 || !flag)
+		return state = HPJ_NO_PROF_BUILD;
+	if (READ_CTL("opt.prof", &flag) != 0 || !flag)
+		return state = HPJ_PROF_OFF;
+	return state = HPJ_USABLE;
+}
+
+const char *
+hpj_library_path(void)
+{
+	hpj_probe();
+	return lib_path;
+}
+
+void
+hpj_get_status(hpj_status *st)
+{
+	uint64_t	epoch = 1;
+	size_t		lg;
+	size_t		bytes;
+
+	memset(st, 0, sizeof(*st));
+	st->state = hpj_probe();
+	if (mallctl_ptr == NULL)
+		return;
+
+	if (READ_CTL("version", &st->version) != 0)
+		st->version = NULL;
+	if (READ_CTL("opt.prof", &st->prof_enabled) != 0)
+		st->prof_enabled = false;
+	if (st->prof_enabled)
+	{
+		if (READ_CTL("prof.active", &st->active) != 0)
+			st->active = false;
+		if (READ_CTL("prof.lg_sample", &lg) == 0 && lg < 64)
+		{
+			st->have_sample = true;
+			st->sample_interval = UINT64_C(1) << lg;
+		}
+	}
+
+	/* stats.* are cached until epoch is written; a build without stats fails here */
+	if (mallctl_ptr("epoch", NULL, NULL, &epoch, sizeof(epoch)) != 0)
+		return;
+	if (READ_CTL("stats.allocated", &bytes) != 0)
+		return;
+	st->allocated = bytes;
+	if (READ_CTL("stats.active", &bytes) != 0)
+		return;
+	st->active_bytes = bytes;
+	if (READ_CTL("stats.resident", &bytes) != 0)
+		return;
+	st->resident = bytes;
+	st->have_stats = true;
+}
+
+int
+hpj_set_active(bool on)
+{
+	return mallctl_ptr("prof.active", NULL, NULL, &on, sizeof(on));
+}
+
+int
+hpj_reset(int lg_sample)
+{
+	size_t		lg = (size_t) lg_sample;
+
+	if (lg_sample < 0)
+		return mallctl_ptr("prof.reset", NULL, NULL, NULL, 0);
+	return mallctl_ptr("prof.reset", NULL, NULL, &lg, sizeof(lg));
+}
+
+int
+hpj_dump(const char *path)
+{
+	return mallctl_ptr("prof.dump", NULL, NULL, &path, sizeof(path));
+}
+
+/*
+ * Switch sampling of this thread's own allocations, so that the analysis
+ * heapprof does in a backend does not show up in that backend's profile.
+ */
+int
+hpj_thread_active(bool on, bool *was)
+{
+	bool		old = false;
+	size_t		size = sizeof(old);
+	int			rc;
+
+	rc = mallctl_ptr("thread.prof.active", &old, &size, &on, sizeof(on));
+	if (was)
+		*was = (rc == 0) ? old : on;
+	return rc;
+}

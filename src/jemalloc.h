@@ -1,0 +1,56 @@
+/*
+ * jemalloc.h -- run-time binding to jemalloc's mallctl interface.
+ *
+ * heapprof never links libjemalloc: a library with DT_NEEDED on it fails to
+ * load into a process that did not preload it (static TLS).  mallctl is found
+ * with dlsym at run time, and jemalloc is trusted only when the object that
+ * defines mallctl also defines this process's malloc.
+ *
+ * Plain C, no PostgreSQL headers: the PostgreSQL layer turns the codes below
+ * into ereports.
+ */
+#ifndef HEAPPROF_JEMALLOC_H
+#define HEAPPROF_JEMALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why profiling is or is not usable in this process, in the order checked. */
+typedef enum hpj_state
+{
+	HPJ_USABLE = 0,
+	HPJ_NOT_LOADED,				/* no mallctl in the process */
+	HPJ_NOT_ALLOCATOR,			/* mallctl exists but malloc is someone else's */
+	HPJ_NO_PROF_BUILD,			/* jemalloc built without --enable-prof */
+	HPJ_PROF_OFF				/* started without prof:true */
+} hpj_state;
+
+typedef struct hpj_status
+{
+	hpj_state	state;
+	const char *version;		/* NULL unless jemalloc is the allocator */
+	bool		prof_enabled;	/* opt.prof */
+	bool		active;			/* prof.active */
+	bool		have_sample;	/* sample_interval is valid */
+	uint64_t	sample_interval;	/* 2^prof.lg_sample bytes */
+	bool		have_stats;		/* the three byte counts are valid */
+	uint64_t	allocated;
+	uint64_t	active_bytes;
+	uint64_t	resident;
+} hpj_status;
+
+/* Largest lg_prof_sample heapprof accepts: 1 GiB mean sampling interval. */
+#define HPJ_MAX_LG_SAMPLE 30
+
+extern hpj_state hpj_probe(void);
+extern const char *hpj_library_path(void);
+extern void hpj_get_status(hpj_status *st);
+
+/* These return 0 or an errno value from mallctl; call only when usable. */
+extern int	hpj_set_active(bool on);
+extern int	hpj_reset(int lg_sample);	/* lg_sample < 0 keeps the interval */
+extern int	hpj_dump(const char *path);
+extern int	hpj_thread_active(bool on, bool *was);
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * heapprof_pg.h -- declarations shared by the PostgreSQL-facing files.
+ */
+#ifndef HEAPPROF_PG_H
+#define HEAPPROF_PG_H
+
+#include "jemalloc.h"
+
+/* Path named in hints; the Makefile finds it on the build machine. */
+#ifndef HEAPPROF_JEMALLOC_SO
+#define HEAPPROF_JEMALLOC_SO "libjemalloc.so.2"
+#endif
+
+#define HEAPPROF_MALLOC_CONF "prof:true,prof_active:false"
+
+extern const char *hp_setup_hint(hpj_state state);
+extern void hp_require_profiling(void);
+extern void hp_check_mallctl(int rc, const char *what);
+
+#endif

@@ -1,0 +1,31 @@
+\echo Use "CREATE EXTENSION heapprof_test" to load this file. \quit
+
+-- Hold `bytes` bytes in chunks of `chunk` bytes, allocated with malloc through
+-- hpt_hold -> hpt_outer -> hpt_middle -> hpt_leaf_alloc.  Returns bytes held in all.
+CREATE FUNCTION heapprof_test_hold(bytes bigint, chunk integer DEFAULT 1048576)
+RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_hold' LANGUAGE C STRICT;
+
+-- The same through palloc in a child of TopMemoryContext:
+-- hpt_hold_palloc -> hpt_palloc_middle -> hpt_palloc_leaf -> palloc.
+CREATE FUNCTION heapprof_test_hold_palloc(bytes bigint, chunk integer DEFAULT 1048576)
+RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_hold_palloc' LANGUAGE C STRICT;
+
+-- Free everything held; returns the bytes released.
+CREATE FUNCTION heapprof_test_release()
+RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_release' LANGUAGE C STRICT;
+
+-- Run a statement and return its error as "SQLSTATE: message / HINT: hint",
+-- so expected files show all three without source line numbers.
+CREATE FUNCTION heapprof_test_error(query text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    state text;
+    msg text;
+    hint text;
+BEGIN
+    EXECUTE query;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
+    RETURN state || ': ' || msg || E'\nHINT: ' || coalesce(nullif(hint, ''), '<none>');
+END $$;

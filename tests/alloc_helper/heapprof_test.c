@@ -1,0 +1,161 @@
+/*
+ * heapprof_test.c -- hold memory from known functions, for heapprof's tests.
+ *
+ * Report tests need an allocation whose size, allocating function and call
+ * chain are known exactly.  Every function of the chain is exported and built
+ * without inlining or tail calls (see the Makefile), so each is a real frame
+ * with a .dynsym name.  Chunk pointers live in a static array so that the
+ * bookkeeping itself allocates nothing.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/memutils.h"
+
+#include <stdlib.h>
+
+PG_MODULE_MAGIC;
+
+#define MAX_CHUNKS 65536
+
+static void *chunks[MAX_CHUNKS];
+static int64 chunk_size[MAX_CHUNKS];
+static bool chunk_palloc[MAX_CHUNKS];
+static int	nchunks;
+static MemoryContext hold_cxt;
+
+void	   *hpt_leaf_alloc(size_t size);
+void	   *hpt_middle(size_t size);
+void	   *hpt_outer(size_t size);
+void	   *hpt_palloc_leaf(size_t size);
+void	   *hpt_palloc_middle(size_t size);
+
+PG_FUNCTION_INFO_V1(heapprof_test_hold);
+PG_FUNCTION_INFO_V1(heapprof_test_hold_palloc);
+PG_FUNCTION_INFO_V1(heapprof_test_release);
+
+void *
+hpt_leaf_alloc(size_t size)
+{
+	void	   *p = malloc(size);
+
+	if (p)
+		memset(p, 0x5a, size);	/* keep the compiler from dropping it */
+	return p;
+}
+
+void *
+hpt_middle(size_t size)
+{
+	void	   *p = hpt_leaf_alloc(size);
+
+	return p;
+}
+
+void *
+hpt_outer(size_t size)
+{
+	void	   *p = hpt_middle(size);
+
+	return p;
+}
+
+void *
+hpt_palloc_leaf(size_t size)
+{
+	void	   *p = MemoryContextAllocHuge(hold_cxt, size);
+
+	memset(p, 0x5a, size);
+	return p;
+}
+
+void *
+hpt_palloc_middle(size_t size)
+{
+	void	   *p = hpt_palloc_leaf(size);
+
+	return p;
+}
+
+static void
+check_args(int64 bytes, int32 chunk)
+{
+	if (bytes < 0 || chunk <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bytes must be >= 0 and chunk > 0")));
+	if ((bytes + chunk - 1) / chunk > MAX_CHUNKS - nchunks)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("at most %d chunks can be held", MAX_CHUNKS)));
+}
+
+static int64
+held_bytes(void)
+{
+	int64		sum = 0;
+
+	for (int i = 0; i < nchunks; i++)
+		sum += chunk_size[i];
+	return sum;
+}
+
+Datum
+heapprof_test_hold(PG_FUNCTION_ARGS)
+{
+	int64		bytes = PG_GETARG_INT64(0);
+	int32		chunk = PG_GETARG_INT32(1);
+
+	check_args(bytes, chunk);
+	while (bytes > 0)
+	{
+		size_t		n = Min(bytes, chunk);
+		void	   *p = hpt_outer(n);
+
+		if (p == NULL)
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+		chunks[nchunks] = p;
+		chunk_size[nchunks] = n;
+		chunk_palloc[nchunks++] = false;
+		bytes -= n;
+	}
+	PG_RETURN_INT64(held_bytes());
+}
+
+Datum
+heapprof_test_hold_palloc(PG_FUNCTION_ARGS)
+{
+	int64		bytes = PG_GETARG_INT64(0);
+	int32		chunk = PG_GETARG_INT32(1);
+
+	check_args(bytes, chunk);
+	if (hold_cxt == NULL)
+		hold_cxt = AllocSetContextCreate(TopMemoryContext, "heapprof_test",
+										 ALLOCSET_DEFAULT_SIZES);
+	while (bytes > 0)
+	{
+		size_t		n = Min(bytes, chunk);
+
+		chunks[nchunks] = hpt_palloc_middle(n);
+		chunk_size[nchunks] = n;
+		chunk_palloc[nchunks++] = true;
+		bytes -= n;
+	}
+	PG_RETURN_INT64(held_bytes());
+}
+
+Datum
+heapprof_test_release(PG_FUNCTION_ARGS)
+{
+	int64		sum = held_bytes();
+
+	for (int i = 0; i < nchunks; i++)
+	{
+		if (chunk_palloc[i])
+			pfree(chunks[i]);
+		else
+			free(chunks[i]);
+	}
+	nchunks = 0;
+	PG_RETURN_INT64(sum);
+}
