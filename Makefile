@@ -11,7 +11,9 @@ PGFILEDESC = "heapprof - jemalloc heap profiling from SQL"
 # The pipeline: jemalloc binding, then the engine (plain C, no PostgreSQL
 # headers), then the thin PostgreSQL layer.
 JEMALLOC_OBJS = src/jemalloc.o
-ENGINE_OBJS   =
+ENGINE_OBJS   = src/engine/arena.o src/engine/parse.o src/engine/unsample.o \
+                src/engine/symbolize.o src/engine/graph.o src/engine/render.o \
+                src/engine/report.o
 PG_OBJS       = src/pg/heapprof.o src/pg/control.o
 OBJS          = $(JEMALLOC_OBJS) $(ENGINE_OBJS) $(PG_OBJS)
 
@@ -20,7 +22,7 @@ JEMALLOC_SO ?= $(firstword $(wildcard /usr/lib/*/libjemalloc.so.2 /usr/lib64/lib
 
 PG_CPPFLAGS = -I$(srcdir)/src -DHEAPPROF_JEMALLOC_SO='"$(JEMALLOC_SO)"'
 PG_CFLAGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-SHLIB_LINK  = -ldl
+SHLIB_LINK  = -ldw -lelf -lm -ldl
 
 REGRESS      = control permissions
 REGRESS_OPTS = --dbname=heapprof_regress
@@ -31,3 +33,17 @@ with_llvm = no
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# heapprof-report: the engine as an offline command (same objects, no server).
+REPORT = heapprof-report
+all: $(REPORT)
+$(REPORT): src/cli/heapprof-report.o $(ENGINE_OBJS)
+	$(CC) $(CFLAGS) $^ $(LDFLAGS) -ldw -lelf -lm -o $@
+install: install-report
+install-report: $(REPORT)
+	$(INSTALL_PROGRAM) $(REPORT) '$(DESTDIR)$(bindir)/$(REPORT)'
+uninstall: uninstall-report
+uninstall-report:
+	rm -f '$(DESTDIR)$(bindir)/$(REPORT)'
+EXTRA_CLEAN = $(REPORT) src/cli/heapprof-report.o
+.PHONY: install-report uninstall-report

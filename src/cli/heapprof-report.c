@@ -1,0 +1,212 @@
+/*
+ * heapprof-report -- analyse a jemalloc heap_v2 dump outside PostgreSQL.
+ *
+ * The same engine as the extension's SQL reports, with jeprof's option names,
+ * so a dump saved with heapprof_dump_raw() (or written by any jemalloc
+ * process on this machine) can be read offline and compared with jeprof.
+ */
+#include "engine/report.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+			"heapprof-report analyses a jemalloc heap profile (heap_v2 dump).\n\n"
+			"Usage:\n  heapprof-report [OPTION]... DUMP\n\n"
+			"Report (one of):\n"
+			"  --text             functions by flat memory (default)\n"
+			"  --dot              Graphviz call graph\n"
+			"  --collapsed        folded stacks for flamegraph.pl\n\n"
+			"Options:\n"
+			"  --inuse_objects    count objects instead of bytes\n"
+			"  --show_bytes       bytes instead of MB\n"
+			"  --focus=REGEX      only stacks with a matching frame (POSIX extended regex)\n"
+			"  --ignore=REGEX     drop stacks with a matching frame\n"
+			"  --nodecount=N      dot: at most N nodes (default 80)\n"
+			"  --nodefraction=F   dot: hide nodes below F of the total (default 0.005)\n"
+			"  --edgefraction=F   dot: hide edges below F of the total (default 0.001)\n"
+			"  --program=NAME     program name in dot titles (default: the dump's file name)\n"
+			"  --help             show this help, then exit\n");
+}
+
+static char *
+read_file(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	char	   *buf = NULL;
+	size_t		cap = 0;
+	size_t		n = 0;
+
+	if (f == NULL)
+		return NULL;
+	for (;;)
+	{
+		size_t		got;
+
+		if (n == cap)
+		{
+			char	   *nb = realloc(buf, cap ? cap * 2 : 1 << 16);
+
+			if (nb == NULL)
+			{
+				free(buf);
+				fclose(f);
+				errno = ENOMEM;
+				return NULL;
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 1 << 16;
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f))
+	{
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+static double
+fraction_arg(const char *s, const char *name)
+{
+	char	   *end;
+	double		v = strtod(s, &end);
+
+	if (*s == '\0' || *end != '\0' || !(v >= 0 && v <= 1))
+	{
+		fprintf(stderr, "heapprof-report: --%s must be a number between 0 and 1\n", name);
+		exit(2);
+	}
+	return v;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"text", no_argument, NULL, 't'},
+		{"dot", no_argument, NULL, 'd'},
+		{"collapsed", no_argument, NULL, 'c'},
+		{"inuse_objects", no_argument, NULL, 'o'},
+		{"show_bytes", no_argument, NULL, 'b'},
+		{"focus", required_argument, NULL, 'f'},
+		{"ignore", required_argument, NULL, 'i'},
+		{"nodecount", required_argument, NULL, 'n'},
+		{"nodefraction", required_argument, NULL, 'N'},
+		{"edgefraction", required_argument, NULL, 'E'},
+		{"program", required_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}
+	};
+	hp_options	o = HP_OPTIONS_DEFAULT;
+	hp_report_kind kind = HP_REPORT_TEXT;
+	const char *program = NULL;
+	int			c;
+	char	   *dump;
+	size_t		len;
+	hp_symbolizer *s;
+	hp_arena	arena;
+	hp_result	r;
+	char		err[512];
+	hp_status	rc;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1)
+	{
+		switch (c)
+		{
+			case 't':
+				kind = HP_REPORT_TEXT;
+				break;
+			case 'd':
+				kind = HP_REPORT_DOT;
+				break;
+			case 'c':
+				kind = HP_REPORT_COLLAPSED;
+				break;
+			case 'o':
+				o.measure = HP_INUSE_OBJECTS;
+				break;
+			case 'b':
+				o.show_bytes = true;
+				break;
+			case 'f':
+				o.focus = optarg;
+				break;
+			case 'i':
+				o.ignore = optarg;
+				break;
+			case 'n':
+				{
+					char	   *end;
+					long		v = strtol(optarg, &end, 10);
+
+					if (*optarg == '\0' || *end != '\0' || v < 1 || v > INT_MAX)
+					{
+						fprintf(stderr, "heapprof-report: --nodecount must be a positive integer\n");
+						return 2;
+					}
+					o.nodecount = (int) v;
+					break;
+				}
+			case 'N':
+				o.nodefraction = fraction_arg(optarg, "nodefraction");
+				break;
+			case 'E':
+				o.edgefraction = fraction_arg(optarg, "edgefraction");
+				break;
+			case 'p':
+				program = optarg;
+				break;
+			case 'h':
+				usage(stdout);
+				return 0;
+			default:
+				usage(stderr);
+				return 2;
+		}
+	}
+	if (optind != argc - 1)
+	{
+		usage(stderr);
+		return 2;
+	}
+	o.program = program ? program : argv[optind];
+
+	dump = read_file(argv[optind], &len);
+	if (dump == NULL)
+	{
+		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", argv[optind], strerror(errno));
+		return 1;
+	}
+	s = hp_symbolizer_new();
+	if (s == NULL)
+	{
+		fprintf(stderr, "heapprof-report: could not start the elfutils symbolizer\n");
+		free(dump);
+		return 1;
+	}
+	hp_arena_init(&arena);
+	rc = hp_analyze(&arena, s, dump, len, &o, kind, SIZE_MAX, &r, err, sizeof(err));
+	if (rc == HP_OK)
+		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
+	else
+		fprintf(stderr, "heapprof-report: %s: %s\n", argv[optind], err);
+	hp_arena_free(&arena);
+	hp_symbolizer_free(s);
+	free(dump);
+	return rc == HP_OK ? 0 : 1;
+}

@@ -1,0 +1,226 @@
+/*
+ * arena.c -- allocation, text buffers and hash maps for one analysis.
+ */
+#include "arena.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_SIZE (64 * 1024)
+
+struct hp_chunk
+{
+	hp_chunk   *next;
+	max_align_t data[];
+};
+
+void
+hp_arena_init(hp_arena *a)
+{
+	a->chunks = NULL;
+	a->cur = NULL;
+	a->left = 0;
+	a->total = 0;
+}
+
+void
+hp_arena_free(hp_arena *a)
+{
+	while (a->chunks)
+	{
+		hp_chunk   *next = a->chunks->next;
+
+		free(a->chunks);
+		a->chunks = next;
+	}
+	hp_arena_init(a);
+}
+
+void *
+hp_alloc(hp_arena *a, size_t size)
+{
+	size_t		align = sizeof(max_align_t);
+	void	   *p;
+
+	if (size > SIZE_MAX / 2)
+		longjmp(a->oom, 1);
+	size = (size + align - 1) & ~(align - 1);
+	if (size > a->left)
+	{
+		size_t		want = size > CHUNK_SIZE / 4 ? size : CHUNK_SIZE;
+		hp_chunk   *c = malloc(sizeof(hp_chunk) + want);
+
+		if (c == NULL)
+			longjmp(a->oom, 1);
+		a->total += sizeof(hp_chunk) + want;
+		c->next = a->chunks;
+		a->chunks = c;
+		if (want != CHUNK_SIZE)
+		{
+			/* a large block gets a chunk of its own; keep bumping the old one */
+			memset(c->data, 0, size);
+			return c->data;
+		}
+		a->cur = (char *) c->data;
+		a->left = want;
+	}
+	p = a->cur;
+	a->cur += size;
+	a->left -= size;
+	memset(p, 0, size);
+	return p;
+}
+
+void *
+hp_grow(hp_arena *a, void *old, size_t old_size, size_t new_size)
+{
+	void	   *p = hp_alloc(a, new_size);
+
+	if (old && old_size)
+		memcpy(p, old, old_size < new_size ? old_size : new_size);
+	return p;
+}
+
+char *
+hp_strndup(hp_arena *a, const char *s, size_t len)
+{
+	char	   *p = hp_alloc(a, len + 1);
+
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p;
+}
+
+char *
+hp_strdup(hp_arena *a, const char *s)
+{
+	return hp_strndup(a, s, strlen(s));
+}
+
+void
+hp_buf_init(hp_buf *b, hp_arena *a)
+{
+	b->arena = a;
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+}
+
+static void
+buf_reserve(hp_buf *b, size_t more)
+{
+	size_t		cap = b->cap ? b->cap : 1024;
+
+	if (b->len + more + 1 <= b->cap)
+		return;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	b->data = hp_grow(b->arena, b->data, b->len, cap);
+	b->cap = cap;
+}
+
+void
+hp_buf_append(hp_buf *b, const char *s, size_t len)
+{
+	buf_reserve(b, len);
+	memcpy(b->data + b->len, s, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+}
+
+void
+hp_buf_printf(hp_buf *b, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	buf_reserve(b, (size_t) n);
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t) n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t) n;
+}
+
+static uint64_t
+hash_bytes(const void *key, size_t len)
+{
+	const unsigned char *p = key;
+	uint64_t	h = UINT64_C(1469598103934665603);
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * UINT64_C(1099511628211);
+	return h ^ (h >> 29);
+}
+
+void
+hp_map_init(hp_map *m, hp_arena *a)
+{
+	memset(m, 0, sizeof(*m));
+	m->arena = a;
+}
+
+static size_t
+find_slot(const hp_map *m, const void *key, size_t len)
+{
+	size_t		mask = m->nslots - 1;
+	size_t		i = hash_bytes(key, len) & mask;
+
+	for (;;)
+	{
+		uint32_t	s = m->slots[i];
+
+		if (s == 0)
+			return i;
+		if (m->keys[s - 1].len == len && memcmp(m->keys[s - 1].key, key, len) == 0)
+			return i;
+		i = (i + 1) & mask;
+	}
+}
+
+size_t
+hp_map_get(const hp_map *m, const void *key, size_t len)
+{
+	uint32_t	s;
+
+	if (m->nslots == 0)
+		return SIZE_MAX;
+	s = m->slots[find_slot(m, key, len)];
+	return s ? s - 1 : SIZE_MAX;
+}
+
+size_t
+hp_map_put(hp_map *m, const void *key, size_t len, bool *added)
+{
+	size_t		i;
+
+	if (added)
+		*added = false;
+	if ((m->count + 1) * 2 > m->nslots)
+	{
+		size_t		n = m->nslots ? m->nslots * 2 : 64;
+
+		if (n > UINT32_MAX)
+			longjmp(m->arena->oom, 1);
+		m->slots = hp_alloc(m->arena, n * sizeof(*m->slots));
+		m->nslots = n;
+		for (size_t k = 0; k < m->count; k++)
+			m->slots[find_slot(m, m->keys[k].key, m->keys[k].len)] = (uint32_t) (k + 1);
+	}
+	i = find_slot(m, key, len);
+	if (m->slots[i])
+		return m->slots[i] - 1;
+	HP_RESERVE(m->arena, m->keys, m->cap, m->count);
+	m->keys[m->count].key = memcpy(hp_alloc(m->arena, len ? len : 1), key, len);
+	m->keys[m->count].len = len;
+	m->slots[i] = (uint32_t) (m->count + 1);
+	if (added)
+		*added = true;
+	return m->count++;
+}

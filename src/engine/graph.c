@@ -1,0 +1,259 @@
+/*
+ * graph.c -- from samples to functions and paths (see graph.h).
+ */
+#include "graph.h"
+
+#include <regex.h>
+#include <stdio.h>
+#include <string.h>
+
+static size_t
+intern_pc(hp_map *m, uint64_t pc)
+{
+	return hp_map_put(m, &pc, sizeof(pc), NULL);
+}
+
+/* Does any identity of this frame match?  jeprof tests pc, name and file:line. */
+static bool
+frame_matches(const regex_t *re, uint64_t pc, const hp_symbol *sym)
+{
+	char		buf[32];
+	char		fileline[4096];
+
+	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long) pc);
+	if (regexec(re, buf, 0, NULL, 0) == 0 || regexec(re, sym->name, 0, NULL, 0) == 0)
+		return true;
+	if (sym->file)
+	{
+		snprintf(fileline, sizeof(fileline), "%s:%d", sym->file, sym->line);
+		return regexec(re, fileline, 0, NULL, 0) == 0;
+	}
+	return false;
+}
+
+static hp_status
+compile(const char *pattern, regex_t *re, const char *what, char *err, size_t errlen)
+{
+	int			rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+
+	if (rc != 0)
+	{
+		char		msg[256];
+
+		regerror(rc, re, msg, sizeof(msg));
+		snprintf(err, errlen, "invalid %s regular expression \"%s\": %s", what, pattern, msg);
+		return HP_EREGEX;
+	}
+	return HP_OK;
+}
+
+/* Per distinct pc: 1 = focus matches, 2 = ignore matches.  Allocates nothing. */
+static void
+match_flags(const hp_graph *g, const regex_t *focus, const regex_t *ignore, uint8_t *flags)
+{
+	for (size_t i = 0; i < g->npcs; i++)
+	{
+		if (focus && frame_matches(focus, g->pcs[i], &g->syms[i]))
+			flags[i] |= 1;
+		if (ignore && frame_matches(ignore, g->pcs[i], &g->syms[i]))
+			flags[i] |= 2;
+	}
+}
+
+static void
+symbolize_all(hp_arena *a, hp_symbolizer *s, hp_graph *g)
+{
+	hp_map		funcs;
+	size_t		cap = 0;
+
+	g->syms = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(*g->syms));
+	g->pc_func = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(*g->pc_func));
+	hp_map_init(&funcs, a);
+	for (size_t i = 0; i < g->npcs; i++)
+	{
+		hp_symbol  *sym = &g->syms[i];
+		bool		added;
+		size_t		f;
+
+		hp_symbolize(s, g->pcs[i], a, sym);
+		f = hp_map_put(&funcs, sym->name, strlen(sym->name), &added);
+		if (added)
+		{
+			HP_RESERVE(a, g->funcs, cap, f);
+			g->funcs[f].name = sym->name;
+			g->nfuncs = f + 1;
+		}
+		if (g->funcs[f].location == NULL && sym->file)
+		{
+			char		buf[4096];
+
+			snprintf(buf, sizeof(buf), "%s:%d", sym->file, sym->line);
+			g->funcs[f].location = hp_strdup(a, buf);
+		}
+		g->pc_func[i] = (uint32_t) f;
+	}
+	for (size_t f = 0; f < g->nfuncs; f++)
+		if (g->funcs[f].location == NULL)
+		{
+			/* the object of its first frame; an address outside all has none */
+			for (size_t i = 0; i < g->npcs; i++)
+				if (g->pc_func[i] == f)
+				{
+					g->funcs[f].location = g->syms[i].object;
+					break;
+				}
+		}
+}
+
+/* Cut the allocator's frames and merge stacks that become identical. */
+static void
+build_paths(hp_arena *a, const hp_profile *p, hp_map *pcmap, hp_graph *g,
+			hp_measure measure)
+{
+	hp_map		paths;
+	size_t		cap = 0;
+	uint32_t   *frames = NULL;
+	size_t		fcap = 0;
+
+	hp_map_init(&paths, a);
+	for (size_t i = 0; i < p->nsamples; i++)
+	{
+		const hp_sample *smp = &p->samples[i];
+		size_t		keep = 0;
+		size_t		n = 0;
+		size_t		k;
+		bool		added;
+
+		for (size_t j = 0; j < smp->npcs; j++)
+		{
+			size_t		pi = hp_map_get(pcmap, &smp->pcs[j], sizeof(uint64_t));
+
+			HP_RESERVE(a, frames, fcap, n);
+			frames[n++] = (uint32_t) pi;
+			/* the rootmost frame inside the allocator ends its part */
+			if (g->syms[pi].allocator)
+				keep = j + 1;
+		}
+		k = hp_map_put(&paths, frames + keep, (n - keep) * sizeof(uint32_t), &added);
+		if (added)
+		{
+			HP_RESERVE(a, g->paths, cap, k);
+			g->paths[k].frames = hp_alloc(a, (n - keep + 1) * sizeof(uint32_t));
+			memcpy(g->paths[k].frames, frames + keep, (n - keep) * sizeof(uint32_t));
+			g->paths[k].nframes = (uint32_t) (n - keep);
+			g->npaths = k + 1;
+		}
+		g->paths[k].bytes += smp->bytes;
+		g->paths[k].objs += smp->objs;
+	}
+	for (size_t k = 0; k < g->npaths; k++)
+		g->paths[k].value = measure == HP_INUSE_OBJECTS ? g->paths[k].objs : g->paths[k].bytes;
+}
+
+static void
+filter_paths(hp_graph *g, const uint8_t *flags, bool focus, bool ignore)
+{
+	size_t		kept = 0;
+
+	for (size_t k = 0; k < g->npaths; k++)
+	{
+		const hp_path *path = &g->paths[k];
+		bool		focused = !focus;
+		bool		ignored = false;
+
+		for (uint32_t j = 0; j < path->nframes; j++)
+		{
+			focused |= (flags[path->frames[j]] & 1) != 0;
+			ignored |= (flags[path->frames[j]] & 2) != 0;
+		}
+		if (focused && !ignored)
+			g->paths[kept++] = *path;
+	}
+	g->npaths = kept;
+}
+
+/* flat to the leaf function, cum once to every function on the path */
+static void
+reduce(hp_arena *a, hp_graph *g)
+{
+	uint32_t   *stamp = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(uint32_t));
+
+	g->local_total = 0;
+	for (size_t k = 0; k < g->npaths; k++)
+	{
+		const hp_path *path = &g->paths[k];
+		bool		first = true;
+
+		for (uint32_t j = 0; j < path->nframes; j++)
+		{
+			uint32_t	pi = path->frames[j];
+			uint32_t	f = g->pc_func[pi];
+
+			if (HP_KERNEL_PC(g->pcs[pi]) || stamp[f] == k + 1)
+				continue;
+			stamp[f] = (uint32_t) (k + 1);
+			if (first)
+			{
+				g->funcs[f].flat += path->value;
+				g->local_total += path->value;
+				first = false;
+			}
+			g->funcs[f].cum += path->value;
+			g->funcs[f].seen = true;
+		}
+	}
+}
+
+hp_status
+hp_build_graph(hp_arena *a, const hp_profile *p, hp_symbolizer *s,
+			   const hp_options *o, hp_graph *g, char *err, size_t errlen)
+{
+	hp_map		pcmap;
+	regex_t		focus;
+	regex_t		ignore;
+	hp_status	rc;
+	uint8_t    *flags;
+
+	memset(g, 0, sizeof(*g));
+	if (p->nsamples > UINT32_MAX - 1)
+	{
+		snprintf(err, errlen, "too many stacks in the heap profile");
+		return HP_EFORMAT;
+	}
+	hp_map_init(&pcmap, a);
+	for (size_t i = 0; i < p->nsamples; i++)
+	{
+		g->total += o->measure == HP_INUSE_OBJECTS ? p->samples[i].objs : p->samples[i].bytes;
+		for (uint32_t j = 0; j < p->samples[i].npcs; j++)
+			intern_pc(&pcmap, p->samples[i].pcs[j]);
+	}
+	g->npcs = pcmap.count;
+	g->pcs = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(uint64_t));
+	for (size_t i = 0; i < g->npcs; i++)
+		memcpy(&g->pcs[i], pcmap.keys[i].key, sizeof(uint64_t));
+
+	symbolize_all(a, s, g);
+	build_paths(a, p, &pcmap, g, o->measure);
+
+	/* regex_t memory is malloc'ed: allocate from the arena before holding it */
+	flags = hp_alloc(a, g->npcs ? g->npcs : 1);
+	if (o->focus && (rc = compile(o->focus, &focus, "focus", err, errlen)) != HP_OK)
+		return rc;
+	if (o->ignore && (rc = compile(o->ignore, &ignore, "ignore", err, errlen)) != HP_OK)
+	{
+		if (o->focus)
+			regfree(&focus);
+		return rc;
+	}
+	if (o->focus || o->ignore)
+	{
+		match_flags(g, o->focus ? &focus : NULL, o->ignore ? &ignore : NULL, flags);
+		if (o->focus)
+			regfree(&focus);
+		if (o->ignore)
+			regfree(&ignore);
+		filter_paths(g, flags, o->focus != NULL, o->ignore != NULL);
+	}
+	reduce(a, g);
+	return HP_OK;
+}

@@ -1,0 +1,74 @@
+/*
+ * graph.h -- aggregate symbolized stacks into functions and call paths.
+ *
+ * Follows jeprof's FilterAndPrint: total over every stack, then the
+ * allocator's own frames are cut, focus / ignore applied, and each path
+ * reduced to the functions on it (a function counts once per path, so
+ * recursion does not inflate cum).  Paths keep their frames unreduced for
+ * edges and collapsed stacks.
+ */
+#ifndef HEAPPROF_GRAPH_H
+#define HEAPPROF_GRAPH_H
+
+#include "symbolize.h"
+
+typedef enum hp_measure
+{
+	HP_INUSE_SPACE,
+	HP_INUSE_OBJECTS
+} hp_measure;
+
+typedef struct hp_options
+{
+	hp_measure	measure;
+	bool		show_bytes;		/* bytes instead of MB in text and dot */
+	const char *focus;			/* POSIX extended regex, or NULL */
+	const char *ignore;
+	int			nodecount;
+	double		nodefraction;
+	double		edgefraction;
+	const char *program;		/* title of dot graphs */
+} hp_options;
+
+#define HP_OPTIONS_DEFAULT {HP_INUSE_SPACE, false, NULL, NULL, 80, 0.005, 0.001, "heap"}
+
+typedef struct hp_func
+{
+	const char *name;
+	const char *location;		/* file:line of one of its frames, or its object */
+	double		flat;
+	double		cum;
+	bool		seen;			/* on some path after cutting and filtering */
+} hp_func;
+
+typedef struct hp_path
+{
+	uint32_t   *frames;			/* distinct-pc indexes, leaf first */
+	uint32_t	nframes;
+	double		bytes;
+	double		objs;
+	double		value;			/* bytes or objs, as measured */
+} hp_path;
+
+typedef struct hp_graph
+{
+	double		total;			/* every stack, before cutting (jeprof's Total) */
+	double		local_total;	/* sum of flat: what the report focuses on */
+	uint64_t   *pcs;			/* distinct addresses */
+	hp_symbol  *syms;
+	uint32_t   *pc_func;		/* pc index -> function index */
+	size_t		npcs;
+	hp_func    *funcs;
+	size_t		nfuncs;
+	hp_path    *paths;
+	size_t		npaths;
+} hp_graph;
+
+extern hp_status hp_build_graph(hp_arena *a, const hp_profile *p, hp_symbolizer *s,
+								const hp_options *o, hp_graph *g,
+								char *err, size_t errlen);
+
+/* jeprof's TranslateStack skips kernel addresses in function views. */
+#define HP_KERNEL_PC(pc) ((pc) > UINT64_C(0x7fffffffffffffff))
+
+#endif

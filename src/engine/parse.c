@@ -1,0 +1,249 @@
+/*
+ * parse.c -- read a jemalloc heap_v2 dump.
+ *
+ * The grammar follows jeprof's ReadThreadedHeapProfile exactly, because
+ * jeprof is the reference for every number: a "heap_v2/R" header, "@ pc..."
+ * stack lines, "t*: n: s [n2: s2]" count lines (per-thread "tN:" lines and
+ * lines jeprof would not match are ignored), and the maps after
+ * "MAPPED_LIBRARIES:".  Input is untrusted (the fuzzer feeds it): every read
+ * is bounded by len, numbers are range-checked, and a malformed line is an
+ * error naming its line number, never a crash.
+ */
+#include "profile.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct cursor
+{
+	const char *p;
+	const char *end;
+} cursor;
+
+static bool
+is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+static void
+skip_spaces(cursor *c)
+{
+	while (c->p < c->end && is_space(*c->p))
+		c->p++;
+}
+
+/* \d+ as a double; false when absent or beyond 19 digits. */
+static bool
+read_count(cursor *c, double *out)
+{
+	uint64_t	v = 0;
+	int			digits = 0;
+
+	while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+	{
+		if (++digits > 19)
+			return false;
+		v = v * 10 + (uint64_t) (*c->p++ - '0');
+	}
+	*out = (double) v;
+	return digits > 0;
+}
+
+static bool
+expect(cursor *c, char ch)
+{
+	if (c->p < c->end && *c->p == ch)
+	{
+		c->p++;
+		return true;
+	}
+	return false;
+}
+
+/* "\s+" */
+static bool
+expect_spaces(cursor *c)
+{
+	const char *start = c->p;
+
+	skip_spaces(c);
+	return c->p > start;
+}
+
+/*
+ * jeprof: ^(t(\*|\d+)):\s+(\d+):\s+(\d+)\s+\[\s*(\d+):\s+(\d+)\]$ on the
+ * trimmed line.  Returns true for a t* line, filling four counts.
+ */
+static bool
+match_counts(cursor c, double v[4])
+{
+	if (!expect(&c, 't') || !expect(&c, '*') || !expect(&c, ':') || !expect_spaces(&c) ||
+		!read_count(&c, &v[0]) || !expect(&c, ':') || !expect_spaces(&c) ||
+		!read_count(&c, &v[1]) || !expect_spaces(&c) || !expect(&c, '[') ||
+		(skip_spaces(&c), !read_count(&c, &v[2])) || !expect(&c, ':') ||
+		!expect_spaces(&c) || !read_count(&c, &v[3]) || !expect(&c, ']'))
+		return false;
+	return c.p == c.end;
+}
+
+static int
+hex_digit(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* One "0x..." address token; leading zeros beyond 16 digits are allowed. */
+static bool
+read_pc(cursor *c, uint64_t *out)
+{
+	uint64_t	v = 0;
+	int			significant = 0;
+	bool		any = false;
+
+	if (c->p + 2 <= c->end && c->p[0] == '0' && (c->p[1] == 'x' || c->p[1] == 'X'))
+		c->p += 2;
+	while (c->p < c->end && !is_space(*c->p))
+	{
+		int			d = hex_digit(*c->p++);
+
+		if (d < 0)
+			return false;
+		any = true;
+		if (v == 0 && d == 0)
+			continue;
+		if (++significant > 16)
+			return false;
+		v = (v << 4) | (uint64_t) d;
+	}
+	*out = v;
+	return any;
+}
+
+/* Parse the addresses of an "@" line (after "@\s+") into arena memory. */
+static bool
+parse_stack(hp_arena *a, cursor c, const uint64_t **pcs, uint32_t *npcs)
+{
+	uint64_t   *v = NULL;
+	size_t		n = 0;
+	size_t		cap = 0;
+
+	for (;;)
+	{
+		uint64_t	pc;
+
+		skip_spaces(&c);
+		if (c.p >= c.end)
+			break;
+		if (!read_pc(&c, &pc) || n >= UINT32_MAX)
+			return false;
+		HP_RESERVE(a, v, cap, n);
+		/* callers hold return addresses: step back into the call */
+		v[n] = n == 0 ? pc : pc - 1;
+		n++;
+	}
+	*pcs = v;
+	*npcs = (uint32_t) n;
+	return true;
+}
+
+static bool
+starts_with(cursor c, const char *s)
+{
+	size_t		n = strlen(s);
+
+	return (size_t) (c.end - c.p) >= n && memcmp(c.p, s, n) == 0;
+}
+
+hp_status
+hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
+		 char *err, size_t errlen)
+{
+	cursor		all = {text, text + len};
+	const uint64_t *pcs = NULL;
+	uint32_t	npcs = 0;
+	bool		have_stack = false;
+	size_t		lineno = 0;
+	double		rate;
+
+	memset(out, 0, sizeof(*out));
+	while (all.p < all.end)
+	{
+		const char *nl = memchr(all.p, '\n', (size_t) (all.end - all.p));
+		cursor		line = {all.p, nl ? nl : all.end};
+
+		all.p = nl ? nl + 1 : all.end;
+		lineno++;
+
+		if (lineno == 1)
+		{
+			if (!starts_with(line, "heap_v2/"))
+			{
+				snprintf(err, errlen, "not a jemalloc heap profile: the first line must start with \"heap_v2/\"");
+				return HP_EFORMAT;
+			}
+			line.p += strlen("heap_v2/");
+			if (!read_count(&line, &rate) || rate < 1)
+			{
+				snprintf(err, errlen, "invalid sampling rate in the heap_v2 header");
+				return HP_EFORMAT;
+			}
+			out->rate = (uint64_t) rate;
+			continue;
+		}
+
+		if (starts_with(line, "MAPPED_LIBRARIES:") || starts_with(line, "--- Memory map:"))
+		{
+			out->maps = all.p;
+			out->maps_len = (size_t) (all.end - all.p);
+			break;
+		}
+
+		/* trim, as jeprof does */
+		skip_spaces(&line);
+		while (line.end > line.p && is_space(line.end[-1]))
+			line.end--;
+
+		if (line.p < line.end && *line.p == '@')
+		{
+			cursor		rest = {line.p + 1, line.end};
+
+			if (!expect_spaces(&rest))
+				continue;		/* jeprof needs "@\s+"; anything else is ignored */
+			if (!parse_stack(a, rest, &pcs, &npcs))
+			{
+				snprintf(err, errlen, "malformed stack addresses on line %zu", lineno);
+				return HP_EFORMAT;
+			}
+			have_stack = true;
+		}
+		else if (have_stack)
+		{
+			double		v[4];
+			hp_sample  *s;
+
+			if (!match_counts(line, v))
+				continue;
+			HP_RESERVE(a, out->samples, out->cap, out->nsamples);
+			s = &out->samples[out->nsamples++];
+			s->pcs = pcs;
+			s->npcs = npcs;
+			s->objs = v[0];
+			s->bytes = v[1];
+			s->acc_objs = v[2];
+			s->acc_bytes = v[3];
+		}
+	}
+	if (lineno == 0)
+	{
+		snprintf(err, errlen, "empty heap profile");
+		return HP_EFORMAT;
+	}
+	return HP_OK;
+}

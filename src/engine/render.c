@@ -1,0 +1,328 @@
+/*
+ * render.c -- text, dot and collapsed reports with jeprof's exact layout.
+ *
+ * Numbers are formatted as jeprof's Unparse and Percent do (MB with one
+ * decimal, or truncated integers for bytes and objects), so a report can be
+ * compared with jeprof's character by character.  Where jeprof depends on
+ * Perl hash order (equal dot edges, collapsed lines) the order here is fixed.
+ */
+#include "render.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Perl's %d of a double: truncate toward zero. */
+static long long
+truncated(double v)
+{
+	if (!(v == v))
+		return 0;
+	if (v >= 9.2e18)
+		return 9200000000000000000LL;
+	if (v <= -9.2e18)
+		return -9200000000000000000LL;
+	return (long long) v;
+}
+
+static void
+unparse(const hp_options *o, double v, char *buf, size_t len)
+{
+	if (o->measure == HP_INUSE_OBJECTS || o->show_bytes)
+		snprintf(buf, len, "%lld", truncated(v));
+	else
+		snprintf(buf, len, "%.1f", v / 1048576.0);
+}
+
+static const char *
+units(const hp_options *o)
+{
+	if (o->measure == HP_INUSE_OBJECTS)
+		return "objects";
+	return o->show_bytes ? "B" : "MB";
+}
+
+void
+hp_percent(double n, double total, char *buf, size_t len)
+{
+	if (total != 0)
+		snprintf(buf, len, "%.1f%%", n * 100.0 / total);
+	else
+		snprintf(buf, len, "%s", n == 0 ? "nan" : n > 0 ? "+inf" : "-inf");
+}
+
+static int
+row_cmp(const void *a, const void *b)
+{
+	const hp_row *x = a;
+	const hp_row *y = b;
+
+	if (x->flat != y->flat)
+		return x->flat > y->flat ? -1 : 1;
+	return strcmp(x->func->name, y->func->name);
+}
+
+size_t
+hp_top(hp_arena *a, const hp_graph *g, size_t limit, hp_row **rows)
+{
+	hp_row	   *r = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(*r));
+	size_t		n = 0;
+	size_t		out = 0;
+	double		running = 0;
+
+	for (size_t f = 0; f < g->nfuncs; f++)
+		if (g->funcs[f].seen)
+		{
+			r[n].func = &g->funcs[f];
+			r[n].flat = g->funcs[f].flat;
+			r[n].cum = g->funcs[f].cum;
+			n++;
+		}
+	qsort(r, n, sizeof(*r), row_cmp);
+	for (size_t i = 0; i < n && out < limit; i++)
+	{
+		running += r[i].flat;
+		if (r[i].flat == 0 && r[i].cum == 0)
+			continue;
+		r[i].running = running;
+		r[out++] = r[i];
+	}
+	*rows = r;
+	return out;
+}
+
+void
+hp_render_text(hp_arena *a, const hp_graph *g, const hp_options *o, size_t limit, hp_buf *out)
+{
+	hp_row	   *rows;
+	size_t		n = hp_top(a, g, limit, &rows);
+	char		v1[64], v2[64], p1[32], p2[32], p3[32];
+
+	if (g->total != 0)
+	{
+		unparse(o, g->total, v1, sizeof(v1));
+		hp_buf_printf(out, "Total: %s %s\n", v1, units(o));
+	}
+	for (size_t i = 0; i < n; i++)
+	{
+		unparse(o, rows[i].flat, v1, sizeof(v1));
+		unparse(o, rows[i].cum, v2, sizeof(v2));
+		hp_percent(rows[i].flat, g->local_total, p1, sizeof(p1));
+		hp_percent(rows[i].running, g->local_total, p2, sizeof(p2));
+		hp_percent(rows[i].cum, g->local_total, p3, sizeof(p3));
+		hp_buf_printf(out, "%8s %6s %6s %8s %6s %s\n", v1, p1, p2, v2, p3, rows[i].func->name);
+	}
+}
+
+/* Node order: |cum| desc, name asc. */
+static int
+node_cmp(const void *a, const void *b)
+{
+	const hp_func *x = *(const hp_func *const *) a;
+	const hp_func *y = *(const hp_func *const *) b;
+
+	if (fabs(x->cum) != fabs(y->cum))
+		return fabs(x->cum) > fabs(y->cum) ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+typedef struct edge
+{
+	uint32_t	src;			/* node numbers, 1-based */
+	uint32_t	dst;
+	double		value;
+	bool		dashed;
+} edge;
+
+static int
+edge_cmp(const void *a, const void *b)
+{
+	const edge *x = a;
+	const edge *y = b;
+
+	if (x->value != y->value)
+		return x->value > y->value ? -1 : 1;
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+/* Graphviz label text: whitespace runs and "::" become line breaks. */
+static void
+dot_label(hp_buf *out, const char *name)
+{
+	for (const char *p = name; *p;)
+	{
+		if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f')
+		{
+			while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f')
+				p++;
+			hp_buf_append(out, "\\n", 2);
+		}
+		else if (p[0] == ':' && p[1] == ':')
+		{
+			hp_buf_append(out, "\\n", 2);
+			p += 2;
+		}
+		else
+		{
+			if (*p == '"' || *p == '\\')
+				hp_buf_append(out, "\\", 1);
+			hp_buf_append(out, p++, 1);
+		}
+	}
+}
+
+void
+hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
+{
+	double		L = g->local_total;
+	double		nodelimit = truncated(o->nodefraction * L);
+	double		edgelimit = truncated(o->edgefraction * L);
+	const hp_func **nodes = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(*nodes));
+	uint32_t   *node_of = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(uint32_t));
+	size_t		n = 0;
+	size_t		last;
+	hp_map		edges;
+	edge	   *ev = NULL;
+	size_t		ecap = 0;
+	uint32_t   *indeg;
+	uint32_t   *outdeg;
+	char		v1[64], v2[64], p1[32];
+
+	for (size_t f = 0; f < g->nfuncs; f++)
+		if (g->funcs[f].seen)
+			nodes[n++] = &g->funcs[f];
+	qsort(nodes, n, sizeof(*nodes), node_cmp);
+	last = n < (size_t) o->nodecount ? n : (size_t) o->nodecount;
+	while (last > 0 && fabs(nodes[last - 1]->cum) <= nodelimit)
+		last--;
+
+	unparse(o, g->total, v1, sizeof(v1));
+	hp_buf_printf(out, "digraph \"%s; %s %s\" {\n", o->program, v1, units(o));
+	hp_buf_printf(out, "node [width=0.375,height=0.25];\n");
+	hp_buf_printf(out, "Legend [shape=box,fontsize=24,shape=plaintext,label=\"%s\\lTotal %s: %s\\l",
+				  o->program, units(o), v1);
+	unparse(o, L, v1, sizeof(v1));
+	hp_buf_printf(out, "Focusing on: %s\\l", v1);
+	unparse(o, nodelimit, v1, sizeof(v1));
+	unparse(o, edgelimit, v2, sizeof(v2));
+	hp_buf_printf(out, "Dropped nodes with <= %s abs(%s)\\lDropped edges with <= %s %s\\l\"];\n",
+				  v1, units(o), v2, units(o));
+
+	for (size_t i = 0; i < last; i++)
+	{
+		const hp_func *fn = nodes[i];
+		double		fs = L > 0 ? 8 + (50.0 * sqrt(fabs(fn->flat * 1.0 / L))) : 8;
+
+		node_of[fn - g->funcs] = (uint32_t) (i + 1);
+		hp_buf_printf(out, "N%zu [label=\"", i + 1);
+		dot_label(out, fn->name);
+		unparse(o, fn->flat, v1, sizeof(v1));
+		hp_percent(fn->flat, L, p1, sizeof(p1));
+		hp_buf_printf(out, "\\n%s (%s)", v1, p1);
+		if (fn->flat != fn->cum)
+		{
+			unparse(o, fn->cum, v1, sizeof(v1));
+			hp_percent(fn->cum, L, p1, sizeof(p1));
+			hp_buf_printf(out, "\\rof %s (%s)", v1, p1);
+		}
+		hp_buf_printf(out, "\\r\",shape=box,fontsize=%.1f];\n", fs);
+	}
+
+	/* edges from unreduced paths: caller -> callee for each adjacent pair */
+	hp_map_init(&edges, a);
+	for (size_t k = 0; k < g->npaths; k++)
+	{
+		const hp_path *path = &g->paths[k];
+		uint32_t	callee = 0;
+
+		for (uint32_t j = 0; j < path->nframes; j++)
+		{
+			uint32_t	pi = path->frames[j];
+			uint32_t	node;
+
+			if (HP_KERNEL_PC(g->pcs[pi]))
+				continue;
+			node = node_of[g->pc_func[pi]];
+			if (j > 0 && callee && node)
+			{
+				uint32_t	key[2] = {node, callee};
+				bool		added;
+				size_t		e = hp_map_put(&edges, key, sizeof(key), &added);
+
+				if (added)
+				{
+					HP_RESERVE(a, ev, ecap, e);
+					ev[e] = (edge) {node, callee, 0,
+					strstr(nodes[callee - 1]->name, "(inline)") != NULL};
+				}
+				ev[e].value += path->value;
+			}
+			callee = node;
+		}
+	}
+	if (edges.count)
+		qsort(ev, edges.count, sizeof(*ev), edge_cmp);
+	indeg = hp_alloc(a, (last + 1) * sizeof(uint32_t));
+	outdeg = hp_alloc(a, (last + 1) * sizeof(uint32_t));
+	for (size_t e = 0; e < edges.count; e++)
+	{
+		double		v = ev[e].value;
+		double		fraction;
+		double		weight;
+
+		if (indeg[ev[e].dst] != 0 &&
+			(fabs(v) <= edgelimit || outdeg[ev[e].src] >= 8 || indeg[ev[e].dst] >= 8))
+			continue;
+		outdeg[ev[e].src]++;
+		indeg[ev[e].dst]++;
+		fraction = fabs(L != 0 ? (3 * (v / L)) : 0);
+		if (fraction > 1)
+			fraction = 1;
+		weight = pow(fabs(v), 0.7);
+		if (weight > 100000)
+			weight = 100000;
+		unparse(o, v, v1, sizeof(v1));
+		hp_buf_printf(out, "N%u -> N%u [label=%s, weight=%lld, style=\"setlinewidth(%f)%s\"];\n",
+					  ev[e].src, ev[e].dst, v1, truncated(weight), fraction * 2,
+					  ev[e].dashed ? ",dashed" : "");
+	}
+	hp_buf_printf(out, "}\n");
+}
+
+static int
+path_cmp(const void *a, const void *b)
+{
+	const hp_path *x = *(const hp_path *const *) a;
+	const hp_path *y = *(const hp_path *const *) b;
+
+	if (x->value != y->value)
+		return x->value > y->value ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+void
+hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out)
+{
+	const hp_path **order = hp_alloc(a, (g->npaths ? g->npaths : 1) * sizeof(*order));
+
+	for (size_t k = 0; k < g->npaths; k++)
+		order[k] = &g->paths[k];
+	qsort(order, g->npaths, sizeof(*order), path_cmp);
+	for (size_t k = 0; k < g->npaths; k++)
+	{
+		const hp_path *path = order[k];
+
+		for (uint32_t j = path->nframes; j-- > 0;)
+		{
+			const char *name = g->funcs[g->pc_func[path->frames[j]]].name;
+
+			hp_buf_append(out, name, strlen(name));
+			if (j > 0)
+				hp_buf_append(out, ";", 1);
+		}
+		hp_buf_printf(out, " %lld\n", truncated(path->value));
+	}
+}

@@ -1,0 +1,56 @@
+/*
+ * report.c -- run the pipeline stages in order (see profile.h).
+ */
+#include "report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+hp_status
+hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
+		   const hp_options *o, hp_report_kind kind, size_t limit,
+		   hp_result *r, char *err, size_t errlen)
+{
+	hp_status	rc;
+
+	memset(r, 0, sizeof(*r));
+	if (setjmp(a->oom) != 0)
+	{
+		snprintf(err, errlen, "out of memory while analysing the heap profile");
+		return HP_ENOMEM;
+	}
+	hp_buf_init(&r->text, a);
+
+	rc = hp_parse(a, dump, len, &r->profile, err, errlen);
+	if (rc != HP_OK)
+		return rc;
+	hp_unsample(&r->profile);
+	rc = hp_symbolizer_sync(s, r->profile.maps, r->profile.maps_len);
+	if (rc != HP_OK)
+	{
+		snprintf(err, errlen, "could not read the memory map of the heap profile");
+		return rc;
+	}
+	rc = hp_build_graph(a, &r->profile, s, o, &r->graph, err, errlen);
+	if (rc != HP_OK)
+		return rc;
+
+	switch (kind)
+	{
+		case HP_REPORT_TEXT:
+			hp_render_text(a, &r->graph, o, limit, &r->text);
+			break;
+		case HP_REPORT_DOT:
+			hp_render_dot(a, &r->graph, o, &r->text);
+			break;
+		case HP_REPORT_COLLAPSED:
+			hp_render_collapsed(a, &r->graph, &r->text);
+			break;
+		case HP_REPORT_TOP:
+			r->nrows = hp_top(a, &r->graph, limit, &r->rows);
+			break;
+		case HP_REPORT_STACKS:
+			break;
+	}
+	return HP_OK;
+}

@@ -1,0 +1,34 @@
+/*
+ * report.h -- the whole pipeline in one call: parse, unsample, symbolize,
+ * aggregate and render a heap_v2 dump.  Everything the result points to lives
+ * in the arena; the caller frees it with hp_arena_free on every path.
+ */
+#ifndef HEAPPROF_REPORT_H
+#define HEAPPROF_REPORT_H
+
+#include "render.h"
+
+typedef enum hp_report_kind
+{
+	HP_REPORT_TEXT,
+	HP_REPORT_DOT,
+	HP_REPORT_COLLAPSED,
+	HP_REPORT_TOP,				/* rows, no text */
+	HP_REPORT_STACKS			/* graph paths, no text */
+} hp_report_kind;
+
+typedef struct hp_result
+{
+	hp_profile	profile;
+	hp_graph	graph;
+	hp_buf		text;
+	hp_row	   *rows;
+	size_t		nrows;
+} hp_result;
+
+extern hp_status hp_analyze(hp_arena *a, hp_symbolizer *s,
+							const char *dump, size_t len,
+							const hp_options *o, hp_report_kind kind, size_t limit,
+							hp_result *r, char *err, size_t errlen);
+
+#endif

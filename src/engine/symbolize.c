@@ -1,0 +1,696 @@
+/*
+ * symbolize.c -- one libdwfl session, with indexes of our own per module.
+ *
+ * libdwfl's per-address symbol lookup scans the whole symbol table on every
+ * call (elfutils 0.188), so each module gets, on first use, a sorted array of
+ * sized function symbols and a sorted array of .eh_frame FDE ranges, both
+ * binary-searched.  The indexes live in the module's userdata slot and are
+ * freed when a re-sync drops the module.
+ */
+#include "symbolize.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sym_range
+{
+	uint64_t	lo;				/* run-time addresses */
+	uint64_t	hi;
+	const char *name;			/* owned by libelf, lives with the module */
+	int			rank;			/* lower is preferred among aliases */
+} sym_range;
+
+typedef struct fde_range
+{
+	uint64_t	lo;				/* file addresses */
+	uint64_t	hi;
+} fde_range;
+
+typedef struct mod_index
+{
+	const char *object;			/* basename of the module's path */
+	uint64_t	bias;
+	bool		has_elf;
+	bool		allocator;
+	sym_range  *syms;
+	size_t		nsyms;
+	sym_range  *labels;			/* sizeless symbols, hi = end of their section */
+	size_t		nlabels;
+	fde_range  *fdes;
+	size_t		nfdes;
+	size_t		bytes;
+} mod_index;
+
+struct hp_symbolizer
+{
+	Dwfl	   *dwfl;
+	char	   *maps;			/* the maps last reported */
+	size_t		maps_len;
+	size_t		index_bytes;
+};
+
+static char *debuginfo_path;
+
+static const Dwfl_Callbacks callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.debuginfo_path = &debuginfo_path,
+};
+
+hp_symbolizer *
+hp_symbolizer_new(void)
+{
+	hp_symbolizer *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	/* a backend must never wait on the network for debug info */
+	unsetenv("DEBUGINFOD_URLS");
+	s->dwfl = dwfl_begin(&callbacks);
+	if (s->dwfl == NULL)
+	{
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void
+free_index(hp_symbolizer *s, mod_index *ix)
+{
+	if (ix == NULL)
+		return;
+	s->index_bytes -= ix->bytes;
+	free(ix->syms);
+	free(ix->labels);
+	free(ix->fdes);
+	free(ix);
+}
+
+static int
+removed_module(Dwfl_Module *mod, void *userdata, const char *name,
+			   Dwarf_Addr base, void *arg)
+{
+	/* elfutils passes the address of the userdata slot */
+	void	  **slot = userdata;
+
+	free_index(arg, *slot);
+	*slot = NULL;
+	return DWARF_CB_OK;
+}
+
+static int
+free_module_index(Dwfl_Module *mod, void **userdata, const char *name,
+				  Dwarf_Addr base, void *arg)
+{
+	free_index(arg, *userdata);
+	*userdata = NULL;
+	return DWARF_CB_OK;
+}
+
+void
+hp_symbolizer_free(hp_symbolizer *s)
+{
+	if (s == NULL)
+		return;
+	dwfl_getmodules(s->dwfl, free_module_index, s, 0);
+	dwfl_end(s->dwfl);
+	free(s->maps);
+	free(s);
+}
+
+size_t
+hp_symbolizer_memory(const hp_symbolizer *s)
+{
+	return s->index_bytes;
+}
+
+hp_status
+hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
+{
+	FILE	   *f;
+	char	   *copy;
+	int			rc = 0;
+
+	if (s->maps && s->maps_len == len && memcmp(s->maps, maps, len) == 0)
+		return HP_OK;
+
+	copy = malloc(len + 1);
+	if (copy == NULL)
+		return HP_ENOMEM;
+	memcpy(copy, maps, len);
+	copy[len] = '\0';
+
+	dwfl_report_begin(s->dwfl);
+	if (len > 0)
+	{
+		f = fmemopen(copy, len, "r");
+		if (f == NULL)
+			rc = -1;
+		else
+		{
+			rc = dwfl_linux_proc_maps_report(s->dwfl, f);
+			fclose(f);
+		}
+	}
+	/* modules not reported again are freed, with their indexes */
+	dwfl_report_end(s->dwfl, removed_module, s);
+
+	free(s->maps);
+	s->maps = copy;
+	s->maps_len = len;
+	/* a maps text libdwfl cannot read leaves no modules: frames stay unnamed */
+	(void) rc;
+	return HP_OK;
+}
+
+static int
+sym_cmp(const void *a, const void *b)
+{
+	const sym_range *x = a;
+	const sym_range *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return strcmp(x->name, y->name);
+}
+
+static int
+fde_cmp(const void *a, const void *b)
+{
+	const fde_range *x = a;
+	const fde_range *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return (x->hi > y->hi) - (x->hi < y->hi);
+}
+
+static int
+bind_rank(const GElf_Sym *sym, const char *name)
+{
+	int			rank;
+
+	switch (GELF_ST_BIND(sym->st_info))
+	{
+		case STB_GLOBAL:
+			rank = 0;
+			break;
+		case STB_WEAK:
+			rank = 1;
+			break;
+		default:
+			rank = 2;
+	}
+	/* public names before versioned or reserved-looking aliases (clone3, not __clone3) */
+	if (strchr(name, '@') || name[0] == '_')
+		rank += 4;
+	return rank;
+}
+
+/* Append to a malloc'ed range array; false when memory ran out. */
+static bool
+push_sym(sym_range **v, size_t *n, size_t *cap, sym_range r)
+{
+	if (*n == *cap)
+	{
+		size_t		ncap = *cap ? *cap * 2 : 1024;
+		sym_range  *nv = realloc(*v, ncap * sizeof(**v));
+
+		if (nv == NULL)
+			return false;
+		*v = nv;
+		*cap = ncap;
+	}
+	(*v)[(*n)++] = r;
+	return true;
+}
+
+/* Sort, and keep the preferred name of each group of aliases. */
+static void
+sort_syms(sym_range *v, size_t *n)
+{
+	size_t		k = 0;
+
+	if (*n == 0)
+		return;
+	qsort(v, *n, sizeof(*v), sym_cmp);
+	for (size_t i = 0; i < *n; i++)
+		if (k == 0 || v[i].lo != v[k - 1].lo || v[i].hi != v[k - 1].hi)
+			v[k++] = v[i];
+	*n = k;
+}
+
+static void
+index_symbols(Dwfl_Module *mod, mod_index *ix)
+{
+	int			n = dwfl_module_getsymtab(mod);
+	size_t		cap = 0;
+	size_t		lcap = 0;
+
+	for (int i = 1; i < n; i++)
+	{
+		GElf_Sym	sym;
+		GElf_Addr	addr;
+		GElf_Word	shndx;
+		Elf		   *elf;
+		Dwarf_Addr	bias;
+		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf, &bias);
+		int			type = GELF_ST_TYPE(sym.st_info);
+
+		sym_range	r = {addr, addr + sym.st_size, name, bind_rank(&sym, name)};
+
+		if (name == NULL || name[0] == '\0' || shndx == SHN_UNDEF || shndx == SHN_ABS)
+			continue;
+		if (type == STT_FUNC && strcmp(name, "mallctl") == 0)
+			ix->allocator = true;
+		/* fewer names when memory runs out: still honest */
+		if ((type == STT_FUNC || type == STT_GNU_IFUNC) && sym.st_size > 0)
+			push_sym(&ix->syms, &ix->nsyms, &cap, r);
+		else if ((type == STT_FUNC || type == STT_NOTYPE) && sym.st_size == 0)
+		{
+			/* a label reaches at most to the end of its own code section */
+			Elf_Scn    *scn = elf ? elf_getscn(elf, shndx) : NULL;
+			GElf_Shdr	sh;
+
+			if (scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) &&
+				sh.sh_addr + bias <= addr)
+			{
+				r.hi = sh.sh_addr + bias + sh.sh_size;
+				push_sym(&ix->labels, &ix->nlabels, &lcap, r);
+			}
+		}
+	}
+	sort_syms(ix->syms, &ix->nsyms);
+	sort_syms(ix->labels, &ix->nlabels);
+	ix->bytes += (cap + lcap) * sizeof(sym_range);
+}
+
+/* DW_EH_PE value of the given encoding at *p; false when out of bounds. */
+static bool
+read_encoded(uint8_t enc, const uint8_t **p, const uint8_t *end,
+			 uint64_t field_addr, uint64_t *out)
+{
+	const uint8_t *q = *p;
+	uint64_t	v = 0;
+	size_t		size;
+	bool		sign = false;
+
+	if (enc == 0xff)			/* DW_EH_PE_omit */
+		return false;
+	switch (enc & 0x0f)
+	{
+		case 0x00:				/* absptr */
+		case 0x04:				/* udata8 */
+		case 0x0c:				/* sdata8 */
+			size = 8;
+			break;
+		case 0x02:				/* udata2 */
+			size = 2;
+			break;
+		case 0x0a:				/* sdata2 */
+			size = 2;
+			sign = true;
+			break;
+		case 0x03:				/* udata4 */
+			size = 4;
+			break;
+		case 0x0b:				/* sdata4 */
+			size = 4;
+			sign = true;
+			break;
+		default:
+			return false;		/* leb128 forms are not used for FDE addresses */
+	}
+	if ((size_t) (end - q) < size)
+		return false;
+	for (size_t i = 0; i < size; i++)
+		v |= (uint64_t) q[i] << (8 * i);
+	if (sign && size < 8 && (v >> (8 * size - 1)) & 1)
+		v |= ~UINT64_C(0) << (8 * size);
+	*p = q + size;
+	switch (enc & 0x70)
+	{
+		case 0x00:
+			break;
+		case 0x10:				/* pcrel */
+			v += field_addr;
+			break;
+		default:
+			return false;
+	}
+	*out = v;
+	return true;
+}
+
+/* The FDE pointer encoding ('R') of a CIE, from its augmentation. */
+static uint8_t
+cie_fde_encoding(const Dwarf_CIE *cie)
+{
+	const uint8_t *p = cie->augmentation_data;
+	const uint8_t *end = p + cie->augmentation_data_size;
+	const char *aug = cie->augmentation;
+
+	if (aug == NULL || aug[0] != 'z')
+		return 0x00;
+	for (aug++; *aug; aug++)
+	{
+		if (*aug == 'R')
+			return p < end ? *p : 0xff;
+		if (*aug == 'L')
+			p++;
+		else if (*aug == 'P')
+		{
+			uint64_t	ignored;
+
+			if (p >= end)
+				return 0xff;
+			{
+				uint8_t		penc = *p++;
+
+				if (!read_encoded(penc & 0x7f, &p, end, 0, &ignored))
+					return 0xff;
+			}
+		}
+		else if (*aug != 'S' && *aug != 'B')
+			return 0xff;
+	}
+	return 0x00;
+}
+
+typedef struct cie_enc
+{
+	Dwarf_Off	offset;
+	uint8_t		enc;
+} cie_enc;
+
+static void
+index_fdes(Dwfl_Module *mod, mod_index *ix)
+{
+	GElf_Addr	bias;
+	Elf		   *elf = dwfl_module_getelf(mod, &bias);
+	size_t		shstrndx;
+	Elf_Scn    *scn = NULL;
+	Elf_Data   *data = NULL;
+	GElf_Shdr	shdr;
+	const unsigned char *ident;
+	Dwarf_Off	off = 0;
+	Dwarf_Off	next;
+	Dwarf_CFI_Entry entry;
+	cie_enc    *cies = NULL;
+	size_t		ncies = 0;
+	size_t		ciecap = 0;
+	size_t		cap = 0;
+
+	if (elf == NULL || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return;
+	while ((scn = elf_nextscn(elf, scn)) != NULL)
+	{
+		const char *name;
+
+		if (gelf_getshdr(scn, &shdr) == NULL)
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (name && strcmp(name, ".eh_frame") == 0 && shdr.sh_type == SHT_PROGBITS)
+		{
+			data = elf_getdata(scn, NULL);
+			break;
+		}
+	}
+	ident = (const unsigned char *) elf_getident(elf, NULL);
+	if (data == NULL || data->d_buf == NULL || ident == NULL)
+		return;
+
+	while (dwarf_next_cfi(ident, data, true, off, &next, &entry) == 0)
+	{
+		if (dwarf_cfi_cie_p(&entry))
+		{
+			if (ncies == ciecap)
+			{
+				size_t		ncap = ciecap ? ciecap * 2 : 8;
+				cie_enc    *v = realloc(cies, ncap * sizeof(*v));
+
+				if (v == NULL)
+					break;
+				cies = v;
+				ciecap = ncap;
+			}
+			cies[ncies++] = (cie_enc) {off, cie_fde_encoding(&entry.cie)};
+		}
+		else
+		{
+			uint8_t		enc = 0xff;
+			const uint8_t *p = entry.fde.start;
+			const uint8_t *end = entry.fde.end;
+			uint64_t	lo;
+			uint64_t	len;
+
+			for (size_t i = ncies; i-- > 0;)
+				if (cies[i].offset == entry.fde.CIE_pointer)
+				{
+					enc = cies[i].enc;
+					break;
+				}
+			if (read_encoded(enc, &p, end, shdr.sh_addr + (uint64_t) (p - (const uint8_t *) data->d_buf), &lo) &&
+				read_encoded(enc & 0x0f, &p, end, 0, &len) && len > 0)
+			{
+				if (ix->nfdes == cap)
+				{
+					size_t		ncap = cap ? cap * 2 : 1024;
+					fde_range  *v = realloc(ix->fdes, ncap * sizeof(*v));
+
+					if (v == NULL)
+						break;
+					ix->fdes = v;
+					cap = ncap;
+				}
+				ix->fdes[ix->nfdes++] = (fde_range) {lo, lo + len};
+			}
+		}
+		if (next <= off)
+			break;
+		off = next;
+	}
+	free(cies);
+	if (ix->nfdes > 1)
+		qsort(ix->fdes, ix->nfdes, sizeof(*ix->fdes), fde_cmp);
+	ix->bytes += cap * sizeof(*ix->fdes);
+}
+
+static mod_index *
+module_index(hp_symbolizer *s, Dwfl_Module *mod)
+{
+	void	  **slot;
+	const char *path = dwfl_module_info(mod, &slot, NULL, NULL, NULL, NULL, NULL, NULL);
+	mod_index  *ix = *slot;
+	GElf_Addr	bias = 0;
+	const char *base;
+
+	if (ix)
+		return ix;
+	ix = calloc(1, sizeof(*ix));
+	if (ix == NULL)
+		return NULL;
+	base = path ? strrchr(path, '/') : NULL;
+	ix->object = base ? base + 1 : (path ? path : "?");
+	ix->has_elf = dwfl_module_getelf(mod, &bias) != NULL;
+	ix->bias = bias;
+	ix->bytes = sizeof(*ix);
+	if (ix->has_elf)
+	{
+		index_symbols(mod, ix);
+		index_fdes(mod, ix);
+	}
+	s->index_bytes += ix->bytes;
+	*slot = ix;
+	return ix;
+}
+
+/* The sized symbol containing pc, or NULL. */
+static const sym_range *
+find_symbol(const mod_index *ix, uint64_t pc)
+{
+	size_t		lo = 0;
+	size_t		hi = ix->nsyms;
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (ix->syms[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo = first symbol starting after pc; look back for one that spans it */
+	for (size_t i = lo, tries = 0; i-- > 0 && tries < 8; tries++)
+		if (pc < ix->syms[i].hi)
+			return &ix->syms[i];
+	return NULL;
+}
+
+/* Index of the last range starting at or below pc, or SIZE_MAX. */
+static size_t
+last_at_or_below(const sym_range *v, size_t n, uint64_t pc)
+{
+	size_t		lo = 0;
+	size_t		hi = n;
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (v[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? SIZE_MAX : lo - 1;
+}
+
+/*
+ * An assembly entry point (sizeless global label) names pc only when no sized
+ * symbol and no function start from .eh_frame lies between it and pc -- the
+ * rule libdwfl uses, so code after a label is never given the label's name
+ * across a real function boundary.
+ */
+static const sym_range *
+find_label(const mod_index *ix, uint64_t pc, uint64_t fde_start)
+{
+	size_t		i = last_at_or_below(ix->labels, ix->nlabels, pc);
+	size_t		j = last_at_or_below(ix->syms, ix->nsyms, pc);
+	const sym_range *label;
+
+	if (i == SIZE_MAX)
+		return NULL;
+	label = &ix->labels[i];
+	if (pc >= label->hi)
+		return NULL;
+	if (j != SIZE_MAX && ix->syms[j].hi > label->lo)
+		return NULL;
+	if (fde_start != UINT64_MAX && fde_start + ix->bias > label->lo)
+		return NULL;
+	return label;
+}
+
+static const fde_range *
+find_fde(const mod_index *ix, uint64_t addr)
+{
+	size_t		lo = 0;
+	size_t		hi = ix->nfdes;
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (ix->fdes[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0 && addr < ix->fdes[lo - 1].hi)
+		return &ix->fdes[lo - 1];
+	return NULL;
+}
+
+/* Name of the outermost DWARF subprogram containing pc, or NULL. */
+static const char *
+dwarf_function(Dwfl_Module *mod, uint64_t pc)
+{
+	Dwarf_Addr	bias;
+	Dwarf_Die  *cu = dwfl_module_addrdie(mod, pc, &bias);
+	Dwarf_Die	die;
+	Dwarf_Die	stack[8];
+	int			depth = 0;
+
+	if (cu == NULL || dwarf_child(cu, &die) != 0)
+		return NULL;
+	for (;;)
+	{
+		int			tag = dwarf_tag(&die);
+
+		if (tag == DW_TAG_subprogram && dwarf_haspc(&die, pc - bias) > 0)
+		{
+			Dwarf_Attribute attr;
+			const char *name = dwarf_formstring(dwarf_attr_integrate(&die, DW_AT_name, &attr));
+
+			return name;
+		}
+		/* functions of C++ namespaces and classes sit one level down */
+		if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+			 tag == DW_TAG_structure_type) && depth < 8)
+		{
+			Dwarf_Die	child;
+
+			if (dwarf_child(&die, &child) == 0)
+			{
+				stack[depth++] = die;
+				die = child;
+				continue;
+			}
+		}
+		while (dwarf_siblingof(&die, &die) != 0)
+		{
+			if (depth == 0)
+				return NULL;
+			die = stack[--depth];
+		}
+	}
+}
+
+void
+hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, pc);
+	mod_index  *ix;
+	const sym_range *sym;
+	const fde_range *fde;
+	const char *name;
+	Dwfl_Line  *line;
+	char		label[512];
+
+	memset(out, 0, sizeof(*out));
+	ix = mod ? module_index(s, mod) : NULL;
+	if (ix == NULL)
+	{
+		/* anonymous memory (JIT code), the vDSO, or outside every mapping */
+		snprintf(label, sizeof(label), "0x%llx", (unsigned long long) pc);
+		out->name = hp_strdup(a, label);
+		return;
+	}
+	out->object = hp_strdup(a, ix->object);
+	out->allocator = ix->allocator;
+
+	line = dwfl_module_getsrc(mod, pc);
+	if (line)
+	{
+		const char *file = dwfl_lineinfo(line, NULL, &out->line, NULL, NULL, NULL);
+
+		if (file)
+			out->file = hp_strdup(a, file);
+	}
+
+	name = line ? dwarf_function(mod, pc) : NULL;
+	if (name == NULL && (sym = find_symbol(ix, pc)) != NULL)
+		name = sym->name;
+	fde = name ? NULL : find_fde(ix, pc - ix->bias);
+	if (name == NULL && (sym = find_label(ix, pc, fde ? fde->lo : UINT64_MAX)) != NULL)
+		name = sym->name;
+	if (name)
+	{
+		out->name = hp_strdup(a, name);
+		return;
+	}
+	if (fde)
+		snprintf(label, sizeof(label), "%s+0x%llx", ix->object, (unsigned long long) fde->lo);
+	else
+		snprintf(label, sizeof(label), "%s+0x%llx", ix->object, (unsigned long long) (pc - ix->bias));
+	out->name = hp_strdup(a, label);
+}

@@ -1,0 +1,39 @@
+/*
+ * symbolize.h -- addresses to honest function names with elfutils.
+ *
+ * Modules come from the dump's own MAPPED_LIBRARIES text, so a dump from any
+ * process on this machine is named correctly.  A name is given only when a
+ * symbol's [value, value + size) contains the address, or DWARF says so;
+ * otherwise the function's start is found from .eh_frame and the frame is
+ * labelled "object+0xSTART" -- one label per function, never a neighbour's
+ * name (binutils and jeprof name it after the nearest preceding export).
+ */
+#ifndef HEAPPROF_SYMBOLIZE_H
+#define HEAPPROF_SYMBOLIZE_H
+
+#include "profile.h"
+
+typedef struct hp_symbolizer hp_symbolizer;
+
+typedef struct hp_symbol
+{
+	const char *name;			/* function name or honest label, in the arena */
+	const char *file;			/* source file, or NULL */
+	int			line;
+	const char *object;			/* object's file name, or NULL outside any */
+	bool		allocator;		/* inside the object that defines mallctl */
+} hp_symbol;
+
+extern hp_symbolizer *hp_symbolizer_new(void);
+extern void hp_symbolizer_free(hp_symbolizer *s);
+
+/* Point the session at a dump's maps; cheap when they did not change. */
+extern hp_status hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len);
+
+/* Name one address (already moved into its call instruction). */
+extern void hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out);
+
+/* Bytes held by the per-module indexes. */
+extern size_t hp_symbolizer_memory(const hp_symbolizer *s);
+
+#endif

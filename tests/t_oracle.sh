@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# t_oracle.sh -- heapprof-report against jeprof on the same dumps.
+#
+# tests/oracle/oracle.c (built with -g, linked with jemalloc) allocates
+# through known chains and dumps with exact (lg_prof_sample:0) and sampled
+# (lg_prof_sample:14) counts.  For text (bytes, MB, objects), dot and
+# collapsed output, every number must equal jeprof's:
+#  - the Total line and dot header / legend, verbatim;
+#  - every row (but its running sum), node and edge of the program's own
+#    functions, verbatim;
+#  - the multiset of flat values over all rows, and of collapsed values.
+# Names outside the program may differ on purpose: jeprof names static code
+# in stripped libraries after the nearest export (heapprof labels it
+# honestly) and treats inline frames per library.
+set -euo pipefail
+cd "$HP_TOP"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+funcs='leaf_alloc|alloc_big|mid|alloc_small_many|rec|sizes|grow|worker_alloc|thread_main|main'
+cc -g -O1 -fno-inline -fno-optimize-sibling-calls -fno-omit-frame-pointer -pthread \
+	tests/oracle/oracle.c -ljemalloc -o "$work/oracle"
+MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:0 "$work/oracle" "$work/exact.heap"
+MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:14 "$work/oracle" "$work/sampled.heap"
+
+fail() { echo "MISMATCH: $*" >&2; exit 1; }
+
+jeprof_out() { jeprof "$@" --debug-syms-by-id 2>/dev/null | sed -E 's/<[0-9a-f]{16}>//g'; }
+
+# the running-sum column depends on tie order among equal rows named differently
+own_rows() { grep -E " ($funcs)\$" | awk '{$3 = ""; print}' || true; }
+flat_values() { awk '$1 != "0" && $1 != "0.0" {print $1, $2}' | sort; }
+
+check_text() {
+	local dump=$1 j h
+	shift
+	j=$(jeprof_out --text "$@" "$work/oracle" "$dump")
+	h=$(./heapprof-report --text "$@" "$dump")
+	[ "$(head -n1 <<<"$j")" = "$(head -n1 <<<"$h")" ] || fail "total $* $dump"
+	diff <(own_rows <<<"$j" | sort) <(own_rows <<<"$h" | sort) || fail "rows $* $dump"
+	diff <(tail -n +2 <<<"$j" | flat_values) <(tail -n +2 <<<"$h" | flat_values) || fail "flat values $* $dump"
+	[ "$(own_rows <<<"$h" | wc -l)" -ge "$min_rows" ] || fail "too few program rows $* $dump"
+}
+
+# collapsed: the program's own frames of each stack, and its value
+own_suffix() {
+	awk -v re="^($funcs)\$" '{
+		v = $NF; sub(/ [-0-9]+$/, ""); n = split($0, f, ";"); s = ""
+		for (i = 1; i <= n; i++) if (f[i] ~ re) s = s (s == "" ? "" : ";") f[i]
+		print s, v }' | sort
+}
+
+check_collapsed() {
+	local dump=$1 j h
+	j=$(jeprof_out --collapsed "$work/oracle" "$dump")
+	h=$(./heapprof-report --collapsed "$dump")
+	diff <(own_suffix <<<"$j") <(own_suffix <<<"$h") || fail "collapsed $dump"
+	grep -q '^_start;.*main;mid;alloc_big;leaf_alloc [0-9]' <<<"$h" || fail "collapsed chain $dump"
+}
+
+# dot: nodes by label, edges by (caller, callee) names
+dot_view() {
+	awk -v re="^($funcs)\$" '
+		/^N[0-9]+ \[label=/ { id = $1; l = $0; sub(/^N[0-9]+ /, "", l); name = l
+			sub(/^\[label="/, "", name); sub(/\\n.*/, "", name); nm[id] = name
+			if (name ~ re) print "node", l; next }
+		/^N[0-9]+ -> N[0-9]+/ { a = nm[$1]; b = nm[$3]; e = $0; sub(/^N[0-9]+ -> N[0-9]+ /, "", e)
+			if (a ~ re && b ~ re) print "edge", a, b, e; next }
+		NR <= 3 { print "head", $0 }' | sort
+}
+
+check_dot() {
+	local dump=$1 j h
+	shift
+	j=$(jeprof_out --dot "$@" "$work/oracle" "$dump")
+	h=$(./heapprof-report --dot --program="$work/oracle" "$@" "$dump")
+	diff <(dot_view <<<"$j") <(dot_view <<<"$h") || fail "dot $* $dump"
+	[ "$(dot_view <<<"$h" | grep -c '^edge')" -ge "$min_edges" ] || fail "too few edges $* $dump"
+	dot -Tsvg <<<"$h" >/dev/null || fail "dot -Tsvg rejects our graph"
+}
+
+for dump in "$work/exact.heap" "$work/sampled.heap"; do
+	min_rows=8
+	check_text "$dump"
+	check_text "$dump" --show_bytes
+	check_text "$dump" --inuse_objects
+	check_text "$dump" --ignore=worker
+	min_rows=2
+	check_text "$dump" --focus=rec
+	check_collapsed "$dump"
+	min_edges=5
+	check_dot "$dump"
+	check_dot "$dump" --inuse_objects
+	min_edges=3
+	check_dot "$dump" --nodefraction=0.2 --edgefraction=0.05
+done
+echo "oracle: text, dot and collapsed agree with jeprof"
