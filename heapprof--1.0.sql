@@ -35,12 +35,83 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'heapprof_reset'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
+-- Reports on the calling backend's heap profile -----------------------------
+-- Each call dumps the live sampled allocations, unsamples them as jeprof does,
+-- names every frame and aggregates.  objects => true counts objects instead
+-- of bytes; focus / ignore keep / drop stacks with a frame matching a POSIX
+-- extended regular expression (name, file:line or address).
+
+CREATE FUNCTION heapprof_dump_dot(
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    nodecount integer DEFAULT 80,
+    nodefraction double precision DEFAULT 0.005,
+    edgefraction double precision DEFAULT 0.001,
+    show_bytes boolean DEFAULT false)
+RETURNS SETOF text
+AS 'MODULE_PATHNAME', 'heapprof_dump_dot'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION heapprof_dump_text(
+    n integer DEFAULT NULL,
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    show_bytes boolean DEFAULT false)
+RETURNS SETOF text
+AS 'MODULE_PATHNAME', 'heapprof_dump_text'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION heapprof_dump_collapsed(
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL)
+RETURNS SETOF text
+AS 'MODULE_PATHNAME', 'heapprof_dump_collapsed'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION heapprof_top(
+    n integer DEFAULT 20,
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL)
+RETURNS TABLE(
+    rank integer,
+    flat_bytes bigint,
+    flat_pct double precision,
+    sum_pct double precision,
+    cum_bytes bigint,
+    cum_pct double precision,
+    function text,
+    location text)
+AS 'MODULE_PATHNAME', 'heapprof_top'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION heapprof_stacks(
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL)
+RETURNS TABLE(bytes bigint, objects bigint, frames text[])
+AS 'MODULE_PATHNAME', 'heapprof_stacks'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION heapprof_dump_raw()
+RETURNS text
+AS 'MODULE_PATHNAME', 'heapprof_dump_raw'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
 -- Permissions: profiling exposes memory layout and costs speed -------------
 
 REVOKE ALL ON FUNCTION heapprof_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION heapprof_enable() FROM PUBLIC;
 REVOKE ALL ON FUNCTION heapprof_disable() FROM PUBLIC;
 REVOKE ALL ON FUNCTION heapprof_reset(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_dump_text(integer, boolean, text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_dump_collapsed(boolean, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_top(integer, boolean, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_stacks(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_dump_raw() FROM PUBLIC;
 
 -- status shows no addresses, only sizes and settings
 GRANT EXECUTE ON FUNCTION heapprof_status() TO pg_monitor;

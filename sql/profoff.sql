@@ -11,3 +11,6 @@ SELECT heapprof_test_error('SELECT heapprof_enable()');
 SELECT heapprof_test_error('SELECT heapprof_disable()');
 SELECT heapprof_test_error('SELECT heapprof_reset()');
 SELECT heapprof_test_error('SELECT heapprof_reset(65536)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top()');
+SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot()');
+SELECT heapprof_test_error('SELECT heapprof_dump_raw()');

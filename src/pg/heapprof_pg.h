@@ -17,4 +17,8 @@ extern const char *hp_setup_hint(hpj_state state);
 extern void hp_require_profiling(void);
 extern void hp_check_mallctl(int rc, const char *what);
 
+/* dump.c */
+struct StringInfoData;
+extern void hp_take_dump(struct StringInfoData *out);
+
 #endif

@@ -1,0 +1,67 @@
+-- Reports on the calling backend, with lg_prof_sample:0 (exact byte counts).
+CREATE EXTENSION IF NOT EXISTS heapprof;
+CREATE EXTENSION IF NOT EXISTS heapprof_test;
+CREATE FUNCTION temp_files() RETURNS bigint LANGUAGE sql AS
+$$ SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp', true, false) AS f WHERE f LIKE '%heapprof%' $$;
+
+-- An empty profile (profiling never enabled here) is valid, never an error.
+SELECT heapprof_disable();
+SELECT * FROM heapprof_top();
+SELECT * FROM heapprof_dump_text();
+SELECT * FROM heapprof_dump_collapsed();
+SELECT * FROM heapprof_stacks();
+SELECT regexp_replace(line, 'pid \d+', 'pid N', 'g') FROM heapprof_dump_dot() AS line;
+
+-- Hold 10 MiB through hpt_hold -> hpt_outer -> hpt_middle -> hpt_leaf_alloc.
+SELECT heapprof_reset();
+SELECT heapprof_enable();
+SELECT heapprof_test_hold(10 * 1048576);
+
+SELECT flat_bytes, cum_bytes, function FROM heapprof_top(50)
+WHERE function LIKE 'hpt%' OR function = 'heapprof_test_hold' ORDER BY function;
+SELECT rank, flat_bytes, flat_pct > 90 AS most, function, location LIKE '%heapprof_test.c:%' AS has_line
+FROM heapprof_top(1);
+SELECT flat_bytes, cum_bytes FROM heapprof_top(50, objects => true) WHERE function = 'hpt_leaf_alloc';
+SELECT bytes, objects, frames[1:4] FROM heapprof_stacks() WHERE frames[1] = 'hpt_leaf_alloc';
+-- every stack ends in main, after the allocator's own frames are cut
+SELECT count(*) > 0 AS stacks, bool_and(frames[array_upper(frames, 1)] = '_start') AS rooted,
+       bool_and(NOT frames[1] ~ 'malloc|jemalloc') AS cut
+FROM heapprof_stacks();
+SELECT count(*) FROM heapprof_dump_collapsed() AS line
+WHERE line ~ '^_start;.*;heapprof_test_hold;hpt_outer;hpt_middle;hpt_leaf_alloc 10485760$';
+SELECT line FROM heapprof_dump_text() AS line WHERE line ~ 'hpt_|^Total';
+SELECT line FROM heapprof_dump_text(show_bytes => true) AS line WHERE line ~ 'hpt_leaf_alloc$';
+SELECT count(*) AS nodes FROM heapprof_dump_dot(nodecount => 5) AS line WHERE line ~ '^N\d+ \[label=';
+SELECT count(*) FROM heapprof_dump_dot() AS line
+WHERE line ~ '^N\d+ \[label="hpt_leaf_alloc\\n10\.0 \(\d+\.\d%\)\\r",shape=box';
+
+-- focus and ignore
+SELECT rank, flat_bytes, flat_pct, function FROM heapprof_top(1, focus => 'hpt_middle');
+SELECT count(*) FROM heapprof_top(100, ignore => '^hpt_') WHERE function LIKE 'hpt_%';
+SELECT count(*) FROM heapprof_stacks(focus => 'heapprof_test\.c');
+
+-- the raw dump feeds jeprof or heapprof-report offline
+SELECT split_part(raw, E'\n', 1) AS header, raw LIKE '%MAPPED_LIBRARIES:%' AS has_maps
+FROM heapprof_dump_raw() AS raw;
+
+-- released memory leaves the profile
+SELECT heapprof_test_release();
+SELECT count(*) FROM heapprof_top(100) WHERE function LIKE 'hpt_%';
+
+\pset format unaligned
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(0)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(NULL)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(2000000)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(objects => NULL)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(focus => ''('')');
+SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot(nodecount => -1)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot(nodefraction => 2)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot(edgefraction => ''NaN'')');
+SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot(edgefraction => NULL)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_dump_text(-5)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_dump_collapsed(ignore => ''[z-a]'')');
+\pset format aligned
+
+-- no dump file is left behind, errors included
+SELECT temp_files();
+SELECT heapprof_disable();

@@ -1,0 +1,366 @@
+/*
+ * reports.c -- the calling backend's heap profile as SQL relations.
+ *
+ * Each function dumps the profile (dump.c), hands it to the engine
+ * (src/engine, plain C) and copies the result into a tuplestore.  Engine
+ * memory is malloc'ed in one arena and freed in PG_FINALLY, so an ERROR
+ * anywhere leaks nothing.  While the engine works, this thread's allocations
+ * are not sampled, so heapprof does not show up in the profiles it reports.
+ * One symbolizer session lives per backend and is reused across calls.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
+
+#include "heapprof_pg.h"
+#include "engine/report.h"
+
+PG_FUNCTION_INFO_V1(heapprof_dump_dot);
+PG_FUNCTION_INFO_V1(heapprof_dump_text);
+PG_FUNCTION_INFO_V1(heapprof_dump_collapsed);
+PG_FUNCTION_INFO_V1(heapprof_top);
+PG_FUNCTION_INFO_V1(heapprof_stacks);
+PG_FUNCTION_INFO_V1(heapprof_dump_raw);
+
+#define MAX_ROWS 1000000
+#define MAX_NODES 100000
+
+static hp_symbolizer *symbolizer;
+
+/* ---- arguments: NULL or out-of-range values are errors naming the range ---- */
+
+static void
+null_arg(const char *name, const char *allowed)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s must not be NULL", name),
+			 errhint("Allowed values: %s.", allowed)));
+}
+
+static bool
+arg_bool(FunctionCallInfo fcinfo, int i, const char *name)
+{
+	if (PG_ARGISNULL(i))
+		null_arg(name, "true or false");
+	return PG_GETARG_BOOL(i);
+}
+
+static int
+arg_int(FunctionCallInfo fcinfo, int i, const char *name, int lo, int hi)
+{
+	int			v;
+
+	if (PG_ARGISNULL(i))
+		null_arg(name, psprintf("%d to %d", lo, hi));
+	v = PG_GETARG_INT32(i);
+	if (v < lo || v > hi)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between %d and %d, not %d", name, lo, hi, v),
+				 errhint("Allowed values: %d to %d.", lo, hi)));
+	return v;
+}
+
+static double
+arg_fraction(FunctionCallInfo fcinfo, int i, const char *name)
+{
+	double		v;
+
+	if (PG_ARGISNULL(i))
+		null_arg(name, "a fraction from 0 to 1");
+	v = PG_GETARG_FLOAT8(i);
+	if (!(v >= 0 && v <= 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be between 0 and 1, not %g", name, v),
+				 errhint("Allowed values: a fraction from 0 to 1, e.g. 0.005 to hide nodes below 0.5%% of the profile.")));
+	return v;
+}
+
+/* A regular expression argument; NULL means no filter. */
+static const char *
+arg_regex(FunctionCallInfo fcinfo, int i)
+{
+	return PG_ARGISNULL(i) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(i));
+}
+
+/* objects, focus, ignore: the options every report shares, at args 0..2 */
+static void
+common_options(FunctionCallInfo fcinfo, int first, hp_options *o)
+{
+	o->measure = arg_bool(fcinfo, first, "objects") ? HP_INUSE_OBJECTS : HP_INUSE_SPACE;
+	o->focus = arg_regex(fcinfo, first + 1);
+	o->ignore = arg_regex(fcinfo, first + 2);
+	o->program = psprintf("postgres (pid %d)", MyProcPid);
+}
+
+/* ---- running the engine ---- */
+
+typedef void (*emit_fn) (FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o);
+
+static void
+report_engine_error(hp_status rc, const char *err)
+{
+	switch (rc)
+	{
+		case HP_EREGEX:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_REGULAR_EXPRESSION),
+					 errmsg("%s", err),
+					 errhint("focus and ignore take POSIX extended regular expressions, matched against function names, source file:line and addresses.")));
+			break;
+		case HP_ENOMEM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("%s", err)));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("could not analyse the heap profile: %s", err),
+					 errhint("Save it with heapprof_dump_raw() and report it to heapprof's developers.")));
+	}
+}
+
+static void
+notice_if_empty(const hp_result *r)
+{
+	hpj_status	st;
+
+	if (r->graph.npaths > 0 && r->graph.local_total != 0)
+		return;
+	hpj_get_status(&st);
+	ereport(NOTICE,
+			(errmsg("the heap profile of this backend is empty"),
+			 !st.active ?
+			 errhint("Profiling is not active in this backend: run SELECT heapprof_enable(), then the workload to profile.") :
+			 r->graph.npaths > 0 ?
+			 errhint("focus or ignore left no stack.") :
+			 errhint("No sampled allocation is live yet. With sampling every %llu bytes on average, small workloads may leave none; heapprof_reset(sample_interval => 1) records every allocation.",
+					 (unsigned long long) st.sample_interval)));
+}
+
+static void
+run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
+		   size_t limit, emit_fn emit)
+{
+	StringInfoData dump;
+	hp_arena	arena;
+	bool		was_active = true;
+	bool		switched;
+
+	initStringInfo(&dump);
+	hp_take_dump(&dump);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+
+	if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("could not start the elfutils symbolizer")));
+
+	/* keep heapprof's own work out of this backend's profile */
+	switched = hpj_thread_active(false, &was_active) == 0;
+	hp_arena_init(&arena);
+	PG_TRY();
+	{
+		hp_result	r;
+		char		err[512];
+		hp_status	rc = hp_analyze(&arena, symbolizer, dump.data, dump.len,
+									o, kind, limit, &r, err, sizeof(err));
+
+		if (rc != HP_OK)
+			report_engine_error(rc, err);
+		notice_if_empty(&r);
+		emit(fcinfo, &r, o);
+	}
+	PG_FINALLY();
+	{
+		hp_arena_free(&arena);
+		if (switched)
+			hpj_thread_active(was_active, NULL);
+	}
+	PG_END_TRY();
+	pfree(dump.data);
+}
+
+/* ---- emitting rows ---- */
+
+static void
+emit_lines(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const char *p = r->text.data;
+	const char *end = p + r->text.len;
+
+	while (p && p < end)
+	{
+		const char *nl = memchr(p, '\n', end - p);
+		size_t		len = nl ? (size_t) (nl - p) : (size_t) (end - p);
+		Datum		value = PointerGetDatum(cstring_to_text_with_len(p, (int) len));
+		bool		isnull = false;
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
+		p += len + 1;
+	}
+}
+
+static Datum
+pct_datum(double v, double total, bool *isnull)
+{
+	double		pct = v * 100.0 / total;
+
+	/* an empty or diffed profile has no meaningful share */
+	*isnull = total == 0 || !isfinite(pct);
+	return Float8GetDatum(*isnull ? 0 : round(pct * 10) / 10);
+}
+
+static int64
+whole(double v)
+{
+	if (!(v == v))
+		return 0;
+	if (v >= (double) PG_INT64_MAX)
+		return PG_INT64_MAX;
+	if (v <= (double) PG_INT64_MIN)
+		return PG_INT64_MIN;
+	return (int64) v;
+}
+
+static void
+emit_top(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	double		total = r->graph.local_total;
+
+	for (size_t i = 0; i < r->nrows; i++)
+	{
+		const hp_row *row = &r->rows[i];
+		Datum		values[8];
+		bool		nulls[8] = {0};
+
+		values[0] = Int32GetDatum((int32) (i + 1));
+		values[1] = Int64GetDatum(whole(row->flat));
+		values[2] = pct_datum(row->flat, total, &nulls[2]);
+		values[3] = pct_datum(row->running, total, &nulls[3]);
+		values[4] = Int64GetDatum(whole(row->cum));
+		values[5] = pct_datum(row->cum, total, &nulls[5]);
+		values[6] = CStringGetTextDatum(row->func->name);
+		if (row->func->location)
+			values[7] = CStringGetTextDatum(row->func->location);
+		else
+			nulls[7] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+static void
+emit_stacks(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	const hp_graph *g = &r->graph;
+
+	for (size_t k = 0; k < g->npaths; k++)
+	{
+		const hp_path *path = &g->paths[k];
+		Datum	   *frames = palloc(sizeof(Datum) * (path->nframes + 1));
+		Datum		values[3];
+		bool		nulls[3] = {0};
+
+		for (uint32 j = 0; j < path->nframes; j++)
+			frames[j] = CStringGetTextDatum(g->funcs[g->pc_func[path->frames[j]]].name);
+		values[0] = Int64GetDatum(whole(path->bytes));
+		values[1] = Int64GetDatum(whole(path->objs));
+		values[2] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		pfree(frames);
+	}
+}
+
+/* ---- SQL functions ---- */
+
+/* heapprof_dump_dot(objects, focus, ignore, nodecount, nodefraction, edgefraction, show_bytes) */
+Datum
+heapprof_dump_dot(PG_FUNCTION_ARGS)
+{
+	hp_options	o = HP_OPTIONS_DEFAULT;
+
+	common_options(fcinfo, 0, &o);
+	o.nodecount = arg_int(fcinfo, 3, "nodecount", 1, MAX_NODES);
+	o.nodefraction = arg_fraction(fcinfo, 4, "nodefraction");
+	o.edgefraction = arg_fraction(fcinfo, 5, "edgefraction");
+	o.show_bytes = arg_bool(fcinfo, 6, "show_bytes");
+	run_report(fcinfo, &o, HP_REPORT_DOT, SIZE_MAX, emit_lines);
+	return (Datum) 0;
+}
+
+/* heapprof_dump_text(n, objects, focus, ignore, show_bytes); n NULL = every row */
+Datum
+heapprof_dump_text(PG_FUNCTION_ARGS)
+{
+	hp_options	o = HP_OPTIONS_DEFAULT;
+	size_t		n = PG_ARGISNULL(0) ? SIZE_MAX : (size_t) arg_int(fcinfo, 0, "n", 1, MAX_ROWS);
+
+	common_options(fcinfo, 1, &o);
+	o.show_bytes = arg_bool(fcinfo, 4, "show_bytes");
+	run_report(fcinfo, &o, HP_REPORT_TEXT, n, emit_lines);
+	return (Datum) 0;
+}
+
+/* heapprof_dump_collapsed(objects, focus, ignore) */
+Datum
+heapprof_dump_collapsed(PG_FUNCTION_ARGS)
+{
+	hp_options	o = HP_OPTIONS_DEFAULT;
+
+	common_options(fcinfo, 0, &o);
+	run_report(fcinfo, &o, HP_REPORT_COLLAPSED, SIZE_MAX, emit_lines);
+	return (Datum) 0;
+}
+
+/* heapprof_top(n, objects, focus, ignore) */
+Datum
+heapprof_top(PG_FUNCTION_ARGS)
+{
+	hp_options	o = HP_OPTIONS_DEFAULT;
+	int			n = arg_int(fcinfo, 0, "n", 1, MAX_ROWS);
+
+	common_options(fcinfo, 1, &o);
+	run_report(fcinfo, &o, HP_REPORT_TOP, (size_t) n, emit_top);
+	return (Datum) 0;
+}
+
+/* heapprof_stacks(focus, ignore): one row per stack, frames[1] = allocating function */
+Datum
+heapprof_stacks(PG_FUNCTION_ARGS)
+{
+	hp_options	o = HP_OPTIONS_DEFAULT;
+
+	o.focus = arg_regex(fcinfo, 0);
+	o.ignore = arg_regex(fcinfo, 1);
+	run_report(fcinfo, &o, HP_REPORT_STACKS, SIZE_MAX, emit_stacks);
+	return (Datum) 0;
+}
+
+/* heapprof_dump_raw(): the jemalloc dump verbatim, for jeprof or heapprof-report */
+Datum
+heapprof_dump_raw(PG_FUNCTION_ARGS)
+{
+	StringInfoData dump;
+
+	initStringInfo(&dump);
+	hp_take_dump(&dump);
+	/* paths in the maps section must be valid in the database encoding */
+	pg_verifymbstr(dump.data, dump.len, false);
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(dump.data, dump.len));
+}
