@@ -20,7 +20,7 @@ OBJS          = $(JEMALLOC_OBJS) $(ENGINE_OBJS) $(PG_OBJS)
 # Named in error hints; the file jemalloc is preloaded from on this machine.
 JEMALLOC_SO ?= $(firstword $(wildcard /usr/lib/*/libjemalloc.so.2 /usr/lib64/libjemalloc.so.2 /usr/lib/libjemalloc.so.2) libjemalloc.so.2)
 
-PG_CPPFLAGS = -I$(srcdir)/src -DHEAPPROF_JEMALLOC_SO='"$(JEMALLOC_SO)"'
+PG_CPPFLAGS = -I$(srcdir)/src -isystem $(shell $(PG_CONFIG) --includedir-server) -DHEAPPROF_JEMALLOC_SO='"$(JEMALLOC_SO)"'
 PG_CFLAGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK  = -ldw -lelf -lm -ldl
 
@@ -33,6 +33,12 @@ with_llvm = no
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# Debian's PGXS flags are gcc's; clang knows some only under other names.
+ifneq (,$(findstring clang,$(CC)))
+override CFLAGS := $(filter-out -fexcess-precision=standard -Wimplicit-fallthrough=3 \
+	-Wno-format-truncation -Wno-stringop-truncation,$(CFLAGS)) -Wimplicit-fallthrough
+endif
 
 # heapprof-report: the engine as an offline command (same objects, no server).
 REPORT = heapprof-report

@@ -9,6 +9,8 @@
  */
 #include "symbolize.h"
 
+#include <ctype.h>
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -600,6 +602,102 @@ find_fde(const mod_index *ix, uint64_t addr)
 	return NULL;
 }
 
+typedef char *(*demangle_fn) (const char *, char *, size_t *, int *);
+
+/*
+ * libstdc++'s demangler, found at run time: jemalloc already loads
+ * libstdc++ into the server, and heapprof need not link it.
+ */
+static demangle_fn
+demangler(void)
+{
+	static bool looked;
+	static demangle_fn fn;
+
+	if (!looked)
+	{
+		void	   *lib;
+
+		looked = true;
+		fn = (demangle_fn) dlsym(RTLD_DEFAULT, "__cxa_demangle");
+		if (fn == NULL && (lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL)) != NULL)
+			fn = (demangle_fn) dlsym(lib, "__cxa_demangle");
+	}
+	return fn;
+}
+
+/* Remove every innermost open..close group (and a following " const" after ")"). */
+static bool
+drop_groups(char *s, char open, char close)
+{
+	bool		changed = false;
+	char	   *start = NULL;
+
+	for (char *p = s; *p; p++)
+	{
+		if (*p == open)
+			start = p;
+		else if (*p == close && start)
+		{
+			char	   *rest = p + 1;
+
+			if (open == '(')
+			{
+				char	   *q = rest;
+
+				while (isspace((unsigned char) *q))
+					q++;
+				if (strncmp(q, "const", 5) == 0)
+					rest = q + 5;
+			}
+			memmove(start, rest, strlen(rest) + 1);
+			p = start - 1;
+			start = NULL;
+			changed = true;
+		}
+		else if (*p == close)
+			start = NULL;
+	}
+	return changed;
+}
+
+/*
+ * A C++ symbol as jeprof's ShortFunctionName shows it: demangled, without
+ * argument lists, template arguments or return type ("ns::Class::method").
+ * Other names are copied unchanged.
+ */
+static const char *
+display_name(hp_arena *a, const char *name)
+{
+	demangle_fn fn = name[0] == '_' && name[1] == 'Z' ? demangler() : NULL;
+	char	   *full;
+	char	   *s;
+	int			status = -1;
+	const char *cut;
+
+	if (fn == NULL || (full = fn(name, NULL, NULL, &status)) == NULL || status != 0)
+		return hp_strdup(a, name);
+	s = hp_strdup(a, full);
+	free(full);
+	while (drop_groups(s, '(', ')'))
+		;
+	while (drop_groups(s, '<', '>'))
+		;
+	/* "type ns::f" -> "ns::f": the last word with "::" after white space */
+	cut = s;
+	for (const char *p = s + 1; *p; p++)
+		if (isspace((unsigned char) p[-1]) && (isalnum((unsigned char) *p) || *p == '_'))
+		{
+			const char *q = p;
+
+			while (isalnum((unsigned char) *q) || *q == '_')
+				q++;
+			if (q[0] == ':' && q[1] == ':')
+				cut = p;
+		}
+	return cut;
+}
+
 /* Name of the outermost DWARF subprogram containing pc, or NULL. */
 static const char *
 dwarf_function(Dwfl_Module *mod, uint64_t pc)
@@ -619,9 +717,10 @@ dwarf_function(Dwfl_Module *mod, uint64_t pc)
 		if (tag == DW_TAG_subprogram && dwarf_haspc(&die, pc - bias) > 0)
 		{
 			Dwarf_Attribute attr;
-			const char *name = dwarf_formstring(dwarf_attr_integrate(&die, DW_AT_name, &attr));
+			const char *name = dwarf_formstring(dwarf_attr_integrate(&die, DW_AT_linkage_name, &attr));
 
-			return name;
+			/* the linkage name carries C++ scopes; plain C has only DW_AT_name */
+			return name ? name : dwarf_formstring(dwarf_attr_integrate(&die, DW_AT_name, &attr));
 		}
 		/* functions of C++ namespaces and classes sit one level down */
 		if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
@@ -685,7 +784,7 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 		name = sym->name;
 	if (name)
 	{
-		out->name = hp_strdup(a, name);
+		out->name = display_name(a, name);
 		return;
 	}
 	if (fde)
