@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void
 usage(FILE *f)
@@ -33,6 +34,8 @@ usage(FILE *f)
 			"  --nodefraction=F   dot: hide nodes below F of the total (default 0.005)\n"
 			"  --edgefraction=F   dot: hide edges below F of the total (default 0.001)\n"
 			"  --program=NAME     program name in dot titles (default: the dump's file name)\n"
+			"  --stats            also print, to stderr, cold and warm analysis times,\n"
+			"                     distinct addresses and symbol index memory\n"
 			"  --help             show this help, then exit\n");
 }
 
@@ -81,6 +84,46 @@ read_file(const char *path, size_t *len)
 }
 
 static double
+elapsed_ms(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1e3 + (t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/*
+ * --stats: time a cold analysis (fresh symbolizer: ELF files opened, indexes
+ * built) and a warm one (indexes reused), as a backend sees its first and
+ * later reports.  r is replaced by the warm run's result.
+ */
+static void
+print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
+			const hp_options *o, hp_report_kind kind, hp_result *r)
+{
+	hp_symbolizer *cold = hp_symbolizer_new();
+	struct timespec t0;
+	double		cold_ms;
+	double		warm_ms;
+	char		err[512];
+
+	if (cold == NULL)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	hp_analyze(a, cold, dump, len, o, kind, SIZE_MAX, r, err, sizeof(err));
+	cold_ms = elapsed_ms(&t0);
+	fprintf(stderr, "symbol indexes %.1f MB\n", hp_symbolizer_memory(cold) / 1048576.0);
+	hp_symbolizer_free(cold);
+	hp_arena_free(a);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	hp_analyze(a, s, dump, len, o, kind, SIZE_MAX, r, err, sizeof(err));
+	warm_ms = elapsed_ms(&t0);
+	fprintf(stderr, "stacks %zu, distinct addresses %zu, functions %zu\n"
+			"analysis cold %.1f ms, warm %.1f ms\n",
+			r->profile.nsamples, r->graph.npcs, r->graph.nfuncs, cold_ms, warm_ms);
+}
+
+static double
 fraction_arg(const char *s, const char *name)
 {
 	char	   *end;
@@ -109,12 +152,14 @@ main(int argc, char **argv)
 		{"nodefraction", required_argument, NULL, 'N'},
 		{"edgefraction", required_argument, NULL, 'E'},
 		{"program", required_argument, NULL, 'p'},
+		{"stats", no_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
 	hp_options	o = HP_OPTIONS_DEFAULT;
 	hp_report_kind kind = HP_REPORT_TEXT;
 	const char *program = NULL;
+	bool		stats = false;
 	int			c;
 	char	   *dump;
 	size_t		len;
@@ -171,6 +216,9 @@ main(int argc, char **argv)
 			case 'p':
 				program = optarg;
 				break;
+			case 's':
+				stats = true;
+				break;
 			case 'h':
 				usage(stdout);
 				return 0;
@@ -201,6 +249,8 @@ main(int argc, char **argv)
 	}
 	hp_arena_init(&arena);
 	rc = hp_analyze(&arena, s, dump, len, &o, kind, SIZE_MAX, &r, err, sizeof(err));
+	if (stats && rc == HP_OK)
+		print_stats(&arena, s, dump, len, &o, kind, &r);
 	if (rc == HP_OK)
 		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
 	else
