@@ -14,7 +14,7 @@ JEMALLOC_OBJS = src/jemalloc.o
 ENGINE_OBJS   = src/engine/arena.o src/engine/parse.o src/engine/unsample.o \
                 src/engine/symbolize.o src/engine/graph.o src/engine/render.o \
                 src/engine/report.o
-PG_OBJS       = src/pg/heapprof.o src/pg/control.o src/pg/dump.o src/pg/reports.o
+PG_OBJS       = src/pg/heapprof.o src/pg/control.o src/pg/dump.o src/pg/fold.o src/pg/reports.o
 OBJS          = $(JEMALLOC_OBJS) $(ENGINE_OBJS) $(PG_OBJS)
 
 # Named in error hints; the file jemalloc is preloaded from on this machine.
@@ -39,6 +39,10 @@ ifneq (,$(findstring clang,$(CC)))
 override CFLAGS := $(filter-out -fexcess-precision=standard -Wimplicit-fallthrough=3 \
 	-Wno-format-truncation -Wno-stringop-truncation,$(CFLAGS)) -Wimplicit-fallthrough
 endif
+
+# PGXS tracks no header dependencies; a changed struct must rebuild its users.
+HEADERS_ALL = $(wildcard $(srcdir)/src/*.h $(srcdir)/src/engine/*.h $(srcdir)/src/pg/*.h)
+$(OBJS) src/cli/heapprof-report.o: $(HEADERS_ALL)
 
 # heapprof-report: the engine as an offline command (same objects, no server).
 REPORT = heapprof-report

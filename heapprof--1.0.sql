@@ -39,7 +39,9 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 -- Each call dumps the live sampled allocations, unsamples them as jeprof does,
 -- names every frame and aggregates.  objects => true counts objects instead
 -- of bytes; focus / ignore keep / drop stacks with a frame matching a POSIX
--- extended regular expression (name, file:line or address).
+-- extended regular expression (name, file:line or address).  fold => true
+-- (the default) charges memory to the caller of PostgreSQL's allocator
+-- (palloc, MemoryContextAlloc*, AllocSetAlloc, ...) instead of to it.
 
 CREATE FUNCTION heapprof_dump_dot(
     objects boolean DEFAULT false,
@@ -48,7 +50,8 @@ CREATE FUNCTION heapprof_dump_dot(
     nodecount integer DEFAULT 80,
     nodefraction double precision DEFAULT 0.005,
     edgefraction double precision DEFAULT 0.001,
-    show_bytes boolean DEFAULT false)
+    show_bytes boolean DEFAULT false,
+    fold boolean DEFAULT true)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_dot'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -58,7 +61,8 @@ CREATE FUNCTION heapprof_dump_text(
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
     ignore text DEFAULT NULL,
-    show_bytes boolean DEFAULT false)
+    show_bytes boolean DEFAULT false,
+    fold boolean DEFAULT true)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_text'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -66,7 +70,8 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 CREATE FUNCTION heapprof_dump_collapsed(
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
-    ignore text DEFAULT NULL)
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_collapsed'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -75,7 +80,8 @@ CREATE FUNCTION heapprof_top(
     n integer DEFAULT 20,
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
-    ignore text DEFAULT NULL)
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true)
 RETURNS TABLE(
     rank integer,
     flat_bytes bigint,
@@ -90,7 +96,8 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
 CREATE FUNCTION heapprof_stacks(
     focus text DEFAULT NULL,
-    ignore text DEFAULT NULL)
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true)
 RETURNS TABLE(bytes bigint, objects bigint, frames text[])
 AS 'MODULE_PATHNAME', 'heapprof_stacks'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -106,11 +113,11 @@ REVOKE ALL ON FUNCTION heapprof_status() FROM PUBLIC;
 REVOKE ALL ON FUNCTION heapprof_enable() FROM PUBLIC;
 REVOKE ALL ON FUNCTION heapprof_disable() FROM PUBLIC;
 REVOKE ALL ON FUNCTION heapprof_reset(bigint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_dump_text(integer, boolean, text, text, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_dump_collapsed(boolean, text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_top(integer, boolean, text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_stacks(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_dump_text(integer, boolean, text, text, boolean, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_dump_collapsed(boolean, text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_top(integer, boolean, text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_stacks(text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION heapprof_dump_raw() FROM PUBLIC;
 
 -- status shows no addresses, only sizes and settings

@@ -40,6 +40,24 @@ SELECT rank, flat_bytes, flat_pct, function FROM heapprof_top(1, focus => 'hpt_m
 SELECT count(*) FROM heapprof_top(100, ignore => '^hpt_') WHERE function LIKE 'hpt_%';
 SELECT count(*) FROM heapprof_stacks(focus => 'heapprof_test\.c');
 
+-- Folding (the default) charges palloc'd memory to the caller of PostgreSQL's
+-- allocator.  1 MiB pallocs get blocks of their own: 1 MiB + header, which
+-- jemalloc serves from its 1.25 MiB size class.
+SELECT heapprof_test_hold_palloc(10 * 1048576);
+SELECT flat_bytes, cum_bytes, function FROM heapprof_top(100)
+WHERE function IN ('hpt_palloc_leaf', 'hpt_palloc_middle', 'MemoryContextAllocHuge') ORDER BY function;
+SELECT flat_bytes, cum_bytes, function FROM heapprof_top(100, fold => false)
+WHERE function IN ('hpt_palloc_leaf', 'MemoryContextAllocHuge') ORDER BY function;
+-- unfolded, the leaf is AllocSetAlloc: static, so on Debian's stripped binary
+-- it has an honest label and never a neighbour's exported name
+SELECT frames[1] AS alloc_set_alloc FROM heapprof_stacks(fold => false)
+WHERE frames[2] = 'MemoryContextAllocHuge' \gset
+SELECT :'alloc_set_alloc' ~ '^(AllocSetAlloc|postgres\+0x[0-9a-f]+)$' AS honest;
+-- folded, neither it nor any allocator entry point holds memory itself
+SELECT count(*) AS allocator_rows FROM heapprof_top(1000)
+WHERE flat_bytes <> 0 AND (function = :'alloc_set_alloc' OR function ~ '^(palloc|palloc0|repalloc|MemoryContextAlloc.*|AllocSet.*)$');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(fold => NULL)');
+
 -- the raw dump feeds jeprof or heapprof-report offline
 SELECT split_part(raw, E'\n', 1) AS header, raw LIKE '%MAPPED_LIBRARIES:%' AS has_maps
 FROM heapprof_dump_raw() AS raw;

@@ -126,6 +126,8 @@ hpj_get_status(hpj_status *st)
 int
 hpj_set_active(bool on)
 {
+	if (mallctl_ptr == NULL)
+		return ENOENT;
 	return mallctl_ptr("prof.active", NULL, NULL, &on, sizeof(on));
 }
 
@@ -134,6 +136,8 @@ hpj_reset(int lg_sample)
 {
 	size_t		lg = (size_t) lg_sample;
 
+	if (mallctl_ptr == NULL)
+		return ENOENT;
 	if (lg_sample < 0)
 		return mallctl_ptr("prof.reset", NULL, NULL, NULL, 0);
 	return mallctl_ptr("prof.reset", NULL, NULL, &lg, sizeof(lg));
@@ -142,6 +146,8 @@ hpj_reset(int lg_sample)
 int
 hpj_dump(const char *path)
 {
+	if (mallctl_ptr == NULL)
+		return ENOENT;
 	return mallctl_ptr("prof.dump", NULL, NULL, &path, sizeof(path));
 }
 
@@ -156,6 +162,8 @@ hpj_thread_active(bool on, bool *was)
 	size_t		size = sizeof(old);
 	int			rc;
 
+	if (mallctl_ptr == NULL)
+		return ENOENT;
 	rc = mallctl_ptr("thread.prof.active", &old, &size, &on, sizeof(on));
 	if (was)
 		*was = (rc == 0) ? old : on;

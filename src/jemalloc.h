@@ -47,7 +47,7 @@ extern hpj_state hpj_probe(void);
 extern const char *hpj_library_path(void);
 extern void hpj_get_status(hpj_status *st);
 
-/* These return 0 or an errno value from mallctl; call only when usable. */
+/* These return 0 or an errno value from mallctl (ENOENT without jemalloc). */
 extern int	hpj_set_active(bool on);
 extern int	hpj_reset(int lg_sample);	/* lg_sample < 0 keeps the interval */
 extern int	hpj_dump(const char *path);

@@ -34,6 +34,7 @@ usage(FILE *f)
 			"  --nodefraction=F   dot: hide nodes below F of the total (default 0.005)\n"
 			"  --edgefraction=F   dot: hide edges below F of the total (default 0.001)\n"
 			"  --program=NAME     program name in dot titles (default: the dump's file name)\n"
+			"  --fold_postgres    charge memory to callers of PostgreSQL's palloc & co.\n"
 			"  --stats            also print, to stderr, cold and warm analysis times,\n"
 			"                     distinct addresses and symbol index memory\n"
 			"  --help             show this help, then exit\n");
@@ -153,6 +154,7 @@ main(int argc, char **argv)
 		{"edgefraction", required_argument, NULL, 'E'},
 		{"program", required_argument, NULL, 'p'},
 		{"stats", no_argument, NULL, 's'},
+		{"fold_postgres", no_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -218,6 +220,9 @@ main(int argc, char **argv)
 				break;
 			case 's':
 				stats = true;
+				break;
+			case 'F':
+				o.fold_names = hp_postgres_allocator;
 				break;
 			case 'h':
 				usage(stdout);

@@ -7,6 +7,16 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *const hp_postgres_allocator[] = {
+	"palloc", "palloc0", "palloc_extended", "repalloc", "repalloc_extended", "repalloc_huge",
+	"MemoryContextAlloc", "MemoryContextAllocZero", "MemoryContextAllocZeroAligned",
+	"MemoryContextAllocExtended", "MemoryContextAllocHuge", "MemoryContextStrdup",
+	"pstrdup", "pnstrdup", "psprintf", "pvsnprintf",
+	"MemoryContextCreate", "AllocSetContextCreateInternal",
+	"GenerationContextCreate", "SlabContextCreate",
+	NULL
+};
+
 static size_t
 intern_pc(hp_map *m, uint64_t pc)
 {
@@ -105,6 +115,30 @@ symbolize_all(hp_arena *a, hp_symbolizer *s, hp_graph *g)
 		}
 }
 
+static bool
+folded(const hp_options *o, const hp_symbol *sym)
+{
+	size_t		lo = 0;
+	size_t		hi = o->nfold_starts;
+
+	if (o->fold_names)
+		for (const char *const *n = o->fold_names; *n; n++)
+			if (strcmp(*n, sym->name) == 0)
+				return true;
+	while (sym->start && lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (o->fold_starts[mid] == sym->start)
+			return true;
+		if (o->fold_starts[mid] < sym->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
 /* Cut the allocator's frames and merge stacks that become identical. */
 static void
 build_paths(hp_arena *a, const hp_profile *p, hp_map *pcmap, hp_graph *g,
@@ -130,8 +164,8 @@ build_paths(hp_arena *a, const hp_profile *p, hp_map *pcmap, hp_graph *g,
 
 			HP_RESERVE(a, frames, fcap, n);
 			frames[n++] = (uint32_t) pi;
-			/* the rootmost frame inside the allocator ends its part */
-			if (g->syms[pi].allocator)
+			/* the rootmost allocator (or folded) frame ends the allocator's part */
+			if (g->pc_cut[pi])
 				keep = j + 1;
 		}
 		k = hp_map_put(&paths, frames + keep, (n - keep) * sizeof(uint32_t), &added);
@@ -233,6 +267,9 @@ hp_build_graph(hp_arena *a, const hp_profile *p, hp_symbolizer *s,
 		memcpy(&g->pcs[i], pcmap.keys[i].key, sizeof(uint64_t));
 
 	symbolize_all(a, s, g);
+	g->pc_cut = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(bool));
+	for (size_t i = 0; i < g->npcs; i++)
+		g->pc_cut[i] = g->syms[i].allocator || folded(o, &g->syms[i]);
 	build_paths(a, p, &pcmap, g, o->measure);
 
 	/* regex_t memory is malloc'ed: allocate from the arena before holding it */

@@ -28,9 +28,23 @@ typedef struct hp_options
 	double		nodefraction;
 	double		edgefraction;
 	const char *program;		/* title of dot graphs */
+
+	/*
+	 * Allocator folding: frames of these functions, and everything leafward
+	 * of them, are cut like jemalloc's own, so memory is charged to the
+	 * first caller above an allocator layer (e.g. PostgreSQL's palloc).
+	 * fold_names are display names; fold_starts are run-time start
+	 * addresses, sorted, for functions that have no name (static code).
+	 */
+	const char *const *fold_names;
+	const uint64_t *fold_starts;
+	size_t		nfold_starts;
 } hp_options;
 
-#define HP_OPTIONS_DEFAULT {HP_INUSE_SPACE, false, NULL, NULL, 80, 0.005, 0.001, "heap"}
+#define HP_OPTIONS_DEFAULT {HP_INUSE_SPACE, false, NULL, NULL, 80, 0.005, 0.001, "heap", NULL, NULL, 0}
+
+/* PostgreSQL's memory-context entry points: every palloc-family call enters here. */
+extern const char *const hp_postgres_allocator[];
 
 typedef struct hp_func
 {
@@ -56,6 +70,7 @@ typedef struct hp_graph
 	double		local_total;	/* sum of flat: what the report focuses on */
 	uint64_t   *pcs;			/* distinct addresses */
 	hp_symbol  *syms;
+	bool	   *pc_cut;			/* allocator or folded frame */
 	uint32_t   *pc_func;		/* pc index -> function index */
 	size_t		npcs;
 	hp_func    *funcs;

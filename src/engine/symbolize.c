@@ -776,11 +776,13 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 			out->file = hp_strdup(a, file);
 	}
 
+	sym = find_symbol(ix, pc);
+	fde = find_fde(ix, pc - ix->bias);
+	if (sym == NULL)
+		sym = find_label(ix, pc, fde ? fde->lo : UINT64_MAX);
+	out->start = sym ? sym->lo : fde ? fde->lo + ix->bias : 0;
 	name = line ? dwarf_function(mod, pc) : NULL;
-	if (name == NULL && (sym = find_symbol(ix, pc)) != NULL)
-		name = sym->name;
-	fde = name ? NULL : find_fde(ix, pc - ix->bias);
-	if (name == NULL && (sym = find_label(ix, pc, fde ? fde->lo : UINT64_MAX)) != NULL)
+	if (name == NULL && sym)
 		name = sym->name;
 	if (name)
 	{

@@ -21,6 +21,7 @@ typedef struct hp_symbol
 	const char *file;			/* source file, or NULL */
 	int			line;
 	const char *object;			/* object's file name, or NULL outside any */
+	uint64_t	start;			/* run-time start of the function, 0 if unknown */
 	bool		allocator;		/* inside the object that defines mallctl */
 } hp_symbol;
 

@@ -17,6 +17,10 @@ extern const char *hp_setup_hint(hpj_state state);
 extern void hp_require_profiling(void);
 extern void hp_check_mallctl(int rc, const char *what);
 
+/* fold.c */
+struct hp_options;
+extern void hp_fold_postgres(struct hp_options *o);
+
 /* dump.c */
 struct StringInfoData;
 extern void hp_take_dump(struct StringInfoData *out);

@@ -88,6 +88,14 @@ arg_fraction(FunctionCallInfo fcinfo, int i, const char *name)
 	return v;
 }
 
+/* fold => true: charge memory to the caller of palloc & co. (see fold.c) */
+static void
+arg_fold(FunctionCallInfo fcinfo, int i, hp_options *o)
+{
+	if (arg_bool(fcinfo, i, "fold"))
+		hp_fold_postgres(o);
+}
+
 /* A regular expression argument; NULL means no filter. */
 static const char *
 arg_regex(FunctionCallInfo fcinfo, int i)
@@ -160,25 +168,25 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 	bool		was_active = true;
 	bool		switched;
 
-	initStringInfo(&dump);
-	hp_take_dump(&dump);
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-
-	if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("could not start the elfutils symbolizer")));
-
-	/* keep heapprof's own work out of this backend's profile */
+	hp_require_profiling();
+	/* keep heapprof's own work, the symbolizer's caches above all, out of the profile */
 	switched = hpj_thread_active(false, &was_active) == 0;
 	hp_arena_init(&arena);
 	PG_TRY();
 	{
 		hp_result	r;
 		char		err[512];
-		hp_status	rc = hp_analyze(&arena, symbolizer, dump.data, dump.len,
-									o, kind, limit, &r, err, sizeof(err));
+		hp_status	rc;
 
+		initStringInfo(&dump);
+		hp_take_dump(&dump);
+		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+		if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("could not start the elfutils symbolizer")));
+		rc = hp_analyze(&arena, symbolizer, dump.data, dump.len,
+						o, kind, limit, &r, err, sizeof(err));
 		if (rc != HP_OK)
 			report_engine_error(rc, err);
 		notice_if_empty(&r);
@@ -191,7 +199,6 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 			hpj_thread_active(was_active, NULL);
 	}
 	PG_END_TRY();
-	pfree(dump.data);
 }
 
 /* ---- emitting rows ---- */
@@ -289,7 +296,7 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 
 /* ---- SQL functions ---- */
 
-/* heapprof_dump_dot(objects, focus, ignore, nodecount, nodefraction, edgefraction, show_bytes) */
+/* heapprof_dump_dot(objects, focus, ignore, nodecount, nodefraction, edgefraction, show_bytes, fold) */
 Datum
 heapprof_dump_dot(PG_FUNCTION_ARGS)
 {
@@ -300,11 +307,12 @@ heapprof_dump_dot(PG_FUNCTION_ARGS)
 	o.nodefraction = arg_fraction(fcinfo, 4, "nodefraction");
 	o.edgefraction = arg_fraction(fcinfo, 5, "edgefraction");
 	o.show_bytes = arg_bool(fcinfo, 6, "show_bytes");
+	arg_fold(fcinfo, 7, &o);
 	run_report(fcinfo, &o, HP_REPORT_DOT, SIZE_MAX, emit_lines);
 	return (Datum) 0;
 }
 
-/* heapprof_dump_text(n, objects, focus, ignore, show_bytes); n NULL = every row */
+/* heapprof_dump_text(n, objects, focus, ignore, show_bytes, fold); n NULL = every row */
 Datum
 heapprof_dump_text(PG_FUNCTION_ARGS)
 {
@@ -313,22 +321,24 @@ heapprof_dump_text(PG_FUNCTION_ARGS)
 
 	common_options(fcinfo, 1, &o);
 	o.show_bytes = arg_bool(fcinfo, 4, "show_bytes");
+	arg_fold(fcinfo, 5, &o);
 	run_report(fcinfo, &o, HP_REPORT_TEXT, n, emit_lines);
 	return (Datum) 0;
 }
 
-/* heapprof_dump_collapsed(objects, focus, ignore) */
+/* heapprof_dump_collapsed(objects, focus, ignore, fold) */
 Datum
 heapprof_dump_collapsed(PG_FUNCTION_ARGS)
 {
 	hp_options	o = HP_OPTIONS_DEFAULT;
 
 	common_options(fcinfo, 0, &o);
+	arg_fold(fcinfo, 3, &o);
 	run_report(fcinfo, &o, HP_REPORT_COLLAPSED, SIZE_MAX, emit_lines);
 	return (Datum) 0;
 }
 
-/* heapprof_top(n, objects, focus, ignore) */
+/* heapprof_top(n, objects, focus, ignore, fold) */
 Datum
 heapprof_top(PG_FUNCTION_ARGS)
 {
@@ -336,11 +346,12 @@ heapprof_top(PG_FUNCTION_ARGS)
 	int			n = arg_int(fcinfo, 0, "n", 1, MAX_ROWS);
 
 	common_options(fcinfo, 1, &o);
+	arg_fold(fcinfo, 4, &o);
 	run_report(fcinfo, &o, HP_REPORT_TOP, (size_t) n, emit_top);
 	return (Datum) 0;
 }
 
-/* heapprof_stacks(focus, ignore): one row per stack, frames[1] = allocating function */
+/* heapprof_stacks(focus, ignore, fold): one row per stack, frames[1] = allocating function */
 Datum
 heapprof_stacks(PG_FUNCTION_ARGS)
 {
@@ -348,6 +359,7 @@ heapprof_stacks(PG_FUNCTION_ARGS)
 
 	o.focus = arg_regex(fcinfo, 0);
 	o.ignore = arg_regex(fcinfo, 1);
+	arg_fold(fcinfo, 2, &o);
 	run_report(fcinfo, &o, HP_REPORT_STACKS, SIZE_MAX, emit_stacks);
 	return (Datum) 0;
 }
