@@ -17,7 +17,8 @@ cd "$HP_TOP"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-funcs='leaf_alloc|alloc_big|mid|alloc_small_many|rec|sizes|grow|worker_alloc|thread_main|main'
+# bracket expressions: the same pattern serves grep -E and awk
+funcs='leaf_alloc|alloc_big|mid|alloc_small_many|rec|sizes|grow|via_inline|inl_alloc|inl_alloc [(]inline[)]|inl_alloc[[]inline[]]|worker_alloc|thread_main|main'
 cc -g -O1 -fno-inline -fno-optimize-sibling-calls -fno-omit-frame-pointer -pthread \
 	tests/oracle/oracle.c -ljemalloc -o "$work/oracle"
 MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:0 "$work/oracle" "$work/exact.heap"

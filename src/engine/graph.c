@@ -33,6 +33,9 @@ frame_matches(const regex_t *re, uint64_t pc, const hp_symbol *sym)
 	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long) pc);
 	if (regexec(re, buf, 0, NULL, 0) == 0 || regexec(re, sym->name, 0, NULL, 0) == 0)
 		return true;
+	for (uint32_t k = 0; k < sym->ninlines; k++)
+		if (regexec(re, sym->inlines[k], 0, NULL, 0) == 0)
+			return true;
 	if (sym->file)
 	{
 		snprintf(fileline, sizeof(fileline), "%s:%d", sym->file, sym->line);
@@ -70,49 +73,70 @@ match_flags(const hp_graph *g, const regex_t *focus, const regex_t *ignore, uint
 	}
 }
 
+/* Function index of name, added (with location) when new. */
+static uint32_t
+intern_func(hp_arena *a, hp_map *funcs, size_t *cap, hp_graph *g,
+			const char *name, const hp_symbol *sym)
+{
+	bool		added;
+	size_t		f = hp_map_put(funcs, name, strlen(name), &added);
+
+	if (added)
+	{
+		HP_RESERVE(a, g->funcs, *cap, f);
+		g->funcs[f].name = name;
+		g->nfuncs = f + 1;
+	}
+	if (g->funcs[f].location == NULL && sym->file)
+	{
+		char		buf[4096];
+
+		snprintf(buf, sizeof(buf), "%s:%d", sym->file, sym->line);
+		g->funcs[f].location = hp_strdup(a, buf);
+	}
+	return (uint32_t) f;
+}
+
 static void
 symbolize_all(hp_arena *a, hp_symbolizer *s, hp_graph *g)
 {
 	hp_map		funcs;
 	size_t		cap = 0;
+	size_t		nout = 0;
+	size_t		outcap = 0;
 
 	g->syms = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(*g->syms));
-	g->pc_func = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(*g->pc_func));
+	g->pc_first = hp_alloc(a, (g->npcs + 1) * sizeof(uint32_t));
 	hp_map_init(&funcs, a);
 	for (size_t i = 0; i < g->npcs; i++)
 	{
 		hp_symbol  *sym = &g->syms[i];
-		bool		added;
-		size_t		f;
 
 		hp_symbolize(s, g->pcs[i], a, sym);
-		f = hp_map_put(&funcs, sym->name, strlen(sym->name), &added);
-		if (added)
+		g->pc_first[i] = (uint32_t) nout;
+		for (uint32_t k = 0; k <= sym->ninlines; k++)
 		{
-			HP_RESERVE(a, g->funcs, cap, f);
-			g->funcs[f].name = sym->name;
-			g->nfuncs = f + 1;
-		}
-		if (g->funcs[f].location == NULL && sym->file)
-		{
-			char		buf[4096];
+			const char *name = sym->name;
 
-			snprintf(buf, sizeof(buf), "%s:%d", sym->file, sym->line);
-			g->funcs[f].location = hp_strdup(a, buf);
+			if (k < sym->ninlines)
+			{
+				size_t		len = strlen(sym->inlines[k]);
+				char	   *n = hp_alloc(a, len + sizeof(HP_INLINE_SUFFIX));
+
+				memcpy(n, sym->inlines[k], len);
+				memcpy(n + len, HP_INLINE_SUFFIX, sizeof(HP_INLINE_SUFFIX));
+				name = n;
+			}
+			HP_RESERVE(a, g->pc_funcs, outcap, nout);
+			g->pc_funcs[nout++] = intern_func(a, &funcs, &cap, g, name, sym);
 		}
-		g->pc_func[i] = (uint32_t) f;
 	}
-	for (size_t f = 0; f < g->nfuncs; f++)
-		if (g->funcs[f].location == NULL)
-		{
-			/* the object of its first frame; an address outside all has none */
-			for (size_t i = 0; i < g->npcs; i++)
-				if (g->pc_func[i] == f)
-				{
-					g->funcs[f].location = g->syms[i].object;
-					break;
-				}
-		}
+	g->pc_first[g->npcs] = (uint32_t) nout;
+	/* without a source line, a function is located by its object */
+	for (size_t i = 0; i < g->npcs; i++)
+		for (uint32_t u = g->pc_first[i]; u < g->pc_first[i + 1]; u++)
+			if (g->funcs[g->pc_funcs[u]].location == NULL)
+				g->funcs[g->pc_funcs[u]].location = g->syms[i].object;
 }
 
 static bool
@@ -221,19 +245,25 @@ reduce(hp_arena *a, hp_graph *g)
 		for (uint32_t j = 0; j < path->nframes; j++)
 		{
 			uint32_t	pi = path->frames[j];
-			uint32_t	f = g->pc_func[pi];
 
-			if (HP_KERNEL_PC(g->pcs[pi]) || stamp[f] == k + 1)
+			if (HP_KERNEL_PC(g->pcs[pi]))
 				continue;
-			stamp[f] = (uint32_t) (k + 1);
-			if (first)
+			for (uint32_t u = g->pc_first[pi]; u < g->pc_first[pi + 1]; u++)
 			{
-				g->funcs[f].flat += path->value;
-				g->local_total += path->value;
-				first = false;
+				uint32_t	f = g->pc_funcs[u];
+
+				if (stamp[f] == k + 1)
+					continue;
+				stamp[f] = (uint32_t) (k + 1);
+				if (first)
+				{
+					g->funcs[f].flat += path->value;
+					g->local_total += path->value;
+					first = false;
+				}
+				g->funcs[f].cum += path->value;
+				g->funcs[f].seen = true;
 			}
-			g->funcs[f].cum += path->value;
-			g->funcs[f].seen = true;
 		}
 	}
 }

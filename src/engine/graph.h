@@ -71,7 +71,14 @@ typedef struct hp_graph
 	uint64_t   *pcs;			/* distinct addresses */
 	hp_symbol  *syms;
 	bool	   *pc_cut;			/* allocator or folded frame */
-	uint32_t   *pc_func;		/* pc index -> function index */
+
+	/*
+	 * The functions at pc i are pc_funcs[pc_first[i] .. pc_first[i + 1]):
+	 * functions inlined there first (innermost first, named "f (inline)" as
+	 * jeprof does), the real function last.
+	 */
+	uint32_t   *pc_first;
+	uint32_t   *pc_funcs;
 	size_t		npcs;
 	hp_func    *funcs;
 	size_t		nfuncs;
@@ -82,6 +89,8 @@ typedef struct hp_graph
 extern hp_status hp_build_graph(hp_arena *a, const hp_profile *p, hp_symbolizer *s,
 								const hp_options *o, hp_graph *g,
 								char *err, size_t errlen);
+
+#define HP_INLINE_SUFFIX " (inline)"
 
 /* jeprof's TranslateStack skips kernel addresses in function views. */
 #define HP_KERNEL_PC(pc) ((pc) > UINT64_C(0x7fffffffffffffff))

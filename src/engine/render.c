@@ -241,26 +241,29 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 		for (uint32_t j = 0; j < path->nframes; j++)
 		{
 			uint32_t	pi = path->frames[j];
-			uint32_t	node;
 
 			if (HP_KERNEL_PC(g->pcs[pi]))
 				continue;
-			node = node_of[g->pc_func[pi]];
-			if (j > 0 && callee && node)
+			for (uint32_t u = g->pc_first[pi]; u < g->pc_first[pi + 1]; u++)
 			{
-				uint32_t	key[2] = {node, callee};
-				bool		added;
-				size_t		e = hp_map_put(&edges, key, sizeof(key), &added);
+				uint32_t	node = node_of[g->pc_funcs[u]];
 
-				if (added)
+				if (callee && node)
 				{
-					HP_RESERVE(a, ev, ecap, e);
-					ev[e] = (edge) {node, callee, 0,
-					strstr(nodes[callee - 1]->name, "(inline)") != NULL};
+					uint32_t	key[2] = {node, callee};
+					bool		added;
+					size_t		e = hp_map_put(&edges, key, sizeof(key), &added);
+
+					if (added)
+					{
+						HP_RESERVE(a, ev, ecap, e);
+						ev[e] = (edge) {node, callee, 0,
+						strstr(nodes[callee - 1]->name, "(inline)") != NULL};
+					}
+					ev[e].value += path->value;
 				}
-				ev[e].value += path->value;
+				callee = node;
 			}
-			callee = node;
 		}
 	}
 	if (edges.count)
@@ -315,13 +318,28 @@ hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out)
 	{
 		const hp_path *path = order[k];
 
+		bool		first = true;
+
+		/* root to leaf; at each pc the real function, then what is inlined into it */
 		for (uint32_t j = path->nframes; j-- > 0;)
 		{
-			const char *name = g->funcs[g->pc_func[path->frames[j]]].name;
+			uint32_t	pi = path->frames[j];
 
-			hp_buf_append(out, name, strlen(name));
-			if (j > 0)
-				hp_buf_append(out, ";", 1);
+			for (uint32_t u = g->pc_first[pi + 1]; u-- > g->pc_first[pi];)
+			{
+				const char *name = g->funcs[g->pc_funcs[u]].name;
+				size_t		len = strlen(name);
+				size_t		slen = strlen(HP_INLINE_SUFFIX);
+				bool		inl = len > slen && strcmp(name + len - slen, HP_INLINE_SUFFIX) == 0;
+
+				if (!first)
+					hp_buf_append(out, ";", 1);
+				first = false;
+				/* flamegraph.pl convention, as jeprof: "f[inline]" */
+				hp_buf_append(out, name, inl ? len - slen : len);
+				if (inl)
+					hp_buf_append(out, "[inline]", 8);
+			}
 		}
 		hp_buf_printf(out, " %lld\n", truncated(path->value));
 	}

@@ -698,50 +698,69 @@ display_name(hp_arena *a, const char *name)
 	return cut;
 }
 
-/* Name of the outermost DWARF subprogram containing pc, or NULL. */
+/* A DIE's function name, preferring the linkage name that carries C++ scopes. */
 static const char *
-dwarf_function(Dwfl_Module *mod, uint64_t pc)
+die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+
+	return name ? name : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+}
+
+#define MAX_INLINE_DEPTH 64
+
+/*
+ * The function containing pc and the functions inlined into it at pc, from
+ * DWARF.  dwarf_getscopes finds the innermost scope; its physical parents
+ * (dwarf_getscopes_die) are the inlined_subroutine chain up to the real
+ * subprogram.  False when DWARF does not cover pc.
+ */
+static bool
+dwarf_frames(Dwfl_Module *mod, uint64_t pc, hp_arena *a, hp_symbol *out)
 {
 	Dwarf_Addr	bias;
 	Dwarf_Die  *cu = dwfl_module_addrdie(mod, pc, &bias);
-	Dwarf_Die	die;
-	Dwarf_Die	stack[8];
-	int			depth = 0;
+	Dwarf_Die  *scopes = NULL;
+	Dwarf_Die  *chain = NULL;
+	Dwarf_Die	inner;
+	Dwarf	   *dw;
+	const char *names[MAX_INLINE_DEPTH];
+	int			n;
+	int			k = 0;
 
-	if (cu == NULL || dwarf_child(cu, &die) != 0)
-		return NULL;
-	for (;;)
+	if (cu == NULL || (dw = dwfl_module_getdwarf(mod, &bias)) == NULL)
+		return false;
+	n = dwarf_getscopes(cu, pc - bias, &scopes);
+	if (n <= 0 || dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &inner) == NULL)
 	{
-		int			tag = dwarf_tag(&die);
-
-		if (tag == DW_TAG_subprogram && dwarf_haspc(&die, pc - bias) > 0)
-		{
-			Dwarf_Attribute attr;
-			const char *name = dwarf_formstring(dwarf_attr_integrate(&die, DW_AT_linkage_name, &attr));
-
-			/* the linkage name carries C++ scopes; plain C has only DW_AT_name */
-			return name ? name : dwarf_formstring(dwarf_attr_integrate(&die, DW_AT_name, &attr));
-		}
-		/* functions of C++ namespaces and classes sit one level down */
-		if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
-			 tag == DW_TAG_structure_type) && depth < 8)
-		{
-			Dwarf_Die	child;
-
-			if (dwarf_child(&die, &child) == 0)
-			{
-				stack[depth++] = die;
-				die = child;
-				continue;
-			}
-		}
-		while (dwarf_siblingof(&die, &die) != 0)
-		{
-			if (depth == 0)
-				return NULL;
-			die = stack[--depth];
-		}
+		free(scopes);
+		return false;
 	}
+	free(scopes);
+	n = dwarf_getscopes_die(&inner, &chain);
+	for (int i = 0; i < n && k < MAX_INLINE_DEPTH; i++)
+	{
+		int			tag = dwarf_tag(&chain[i]);
+
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+			continue;
+		names[k++] = die_name(&chain[i]);
+		if (tag == DW_TAG_subprogram)
+			break;
+	}
+	free(chain);
+	if (k == 0 || names[k - 1] == NULL)
+		return false;
+	out->name = display_name(a, names[k - 1]);
+	if (k > 1)
+	{
+		out->inlines = hp_alloc(a, (size_t) (k - 1) * sizeof(char *));
+		for (int i = 0; i < k - 1; i++)
+			out->inlines[i] = display_name(a, names[i] ? names[i] : "??");
+		out->ninlines = (uint32_t) (k - 1);
+	}
+	return true;
 }
 
 void
@@ -751,7 +770,6 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 	mod_index  *ix;
 	const sym_range *sym;
 	const fde_range *fde;
-	const char *name;
 	Dwfl_Line  *line;
 	char		label[512];
 
@@ -781,12 +799,11 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 	if (sym == NULL)
 		sym = find_label(ix, pc, fde ? fde->lo : UINT64_MAX);
 	out->start = sym ? sym->lo : fde ? fde->lo + ix->bias : 0;
-	name = line ? dwarf_function(mod, pc) : NULL;
-	if (name == NULL && sym)
-		name = sym->name;
-	if (name)
+	if (line && dwarf_frames(mod, pc, a, out))
+		return;
+	if (sym)
 	{
-		out->name = display_name(a, name);
+		out->name = display_name(a, sym->name);
 		return;
 	}
 	if (fde)

@@ -18,6 +18,8 @@ typedef struct hp_symbolizer hp_symbolizer;
 typedef struct hp_symbol
 {
 	const char *name;			/* function name or honest label, in the arena */
+	const char **inlines;		/* functions inlined at pc, innermost first */
+	uint32_t	ninlines;
 	const char *file;			/* source file, or NULL */
 	int			line;
 	const char *object;			/* object's file name, or NULL outside any */

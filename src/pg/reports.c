@@ -280,15 +280,21 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 	for (size_t k = 0; k < g->npaths; k++)
 	{
 		const hp_path *path = &g->paths[k];
-		Datum	   *frames = palloc(sizeof(Datum) * (path->nframes + 1));
+		Datum	   *frames;
+		int			n = 0;
 		Datum		values[3];
 		bool		nulls[3] = {0};
 
 		for (uint32 j = 0; j < path->nframes; j++)
-			frames[j] = CStringGetTextDatum(g->funcs[g->pc_func[path->frames[j]]].name);
+			n += g->pc_first[path->frames[j] + 1] - g->pc_first[path->frames[j]];
+		frames = palloc(sizeof(Datum) * (n + 1));
+		n = 0;
+		for (uint32 j = 0; j < path->nframes; j++)
+			for (uint32 u = g->pc_first[path->frames[j]]; u < g->pc_first[path->frames[j] + 1]; u++)
+				frames[n++] = CStringGetTextDatum(g->funcs[g->pc_funcs[u]].name);
 		values[0] = Int64GetDatum(whole(path->bytes));
 		values[1] = Int64GetDatum(whole(path->objs));
-		values[2] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
+		values[2] = PointerGetDatum(construct_array(frames, n, TEXTOID, -1, false, TYPALIGN_INT));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		pfree(frames);
 	}

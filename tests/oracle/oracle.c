@@ -4,7 +4,7 @@
  * Built with -g and linked with jemalloc by tests/t_oracle.sh, so jeprof gets
  * full symbols and its numbers are the reference heapprof must reproduce.
  * Chains: a plain three-level chain, many small objects, recursion, several
- * threads, a spread of sizes, calloc and realloc.  Memory stays live until
+ * threads, a spread of sizes, calloc, realloc and an inlined function.  Memory stays live until
  * the dump.  Usage: oracle DUMPFILE
  */
 #include <jemalloc/jemalloc.h>
@@ -81,6 +81,22 @@ grow(void)
 	hold(p);
 }
 
+/* inlined even under -fno-inline: jeprof shows it as "inl_alloc (inline)" */
+static inline __attribute__((always_inline)) void *
+inl_alloc(size_t size)
+{
+	void	   *p = malloc(size);
+
+	memset(p, 2, size);
+	return p;
+}
+
+void
+via_inline(void)
+{
+	hold(inl_alloc(200000));
+}
+
 void *
 worker_alloc(long id)
 {
@@ -113,6 +129,7 @@ main(int argc, char **argv)
 	rec(3);
 	sizes();
 	grow();
+	via_inline();
 	/* threads one at a time: hold() is not thread-safe */
 	for (long i = 0; i < NTHREADS; i++)
 	{
