@@ -24,7 +24,8 @@ usage(FILE *f)
 			"Report (one of):\n"
 			"  --text             functions by flat memory (default)\n"
 			"  --dot              Graphviz call graph\n"
-			"  --collapsed        folded stacks for flamegraph.pl\n\n"
+			"  --collapsed        folded stacks for flamegraph.pl\n"
+			"  --symbols          every distinct address: address, object, function\n\n"
 			"Options:\n"
 			"  --inuse_objects    count objects instead of bytes\n"
 			"  --show_bytes       bytes instead of MB\n"
@@ -82,6 +83,20 @@ read_file(const char *path, size_t *len)
 	fclose(f);
 	*len = n;
 	return buf;
+}
+
+/* --symbols: what each address is called, inlined functions first */
+static void
+print_symbols(const hp_graph *g)
+{
+	for (size_t i = 0; i < g->npcs; i++)
+	{
+		printf("%016llx %s", (unsigned long long) g->pcs[i],
+			   g->syms[i].object ? g->syms[i].object : "-");
+		for (uint32_t u = g->pc_first[i]; u < g->pc_first[i + 1]; u++)
+			printf(" %s%s", u > g->pc_first[i] ? "<- " : "", g->funcs[g->pc_funcs[u]].name);
+		printf("\n");
+	}
 }
 
 static double
@@ -145,6 +160,7 @@ main(int argc, char **argv)
 		{"text", no_argument, NULL, 't'},
 		{"dot", no_argument, NULL, 'd'},
 		{"collapsed", no_argument, NULL, 'c'},
+		{"symbols", no_argument, NULL, 'y'},
 		{"inuse_objects", no_argument, NULL, 'o'},
 		{"show_bytes", no_argument, NULL, 'b'},
 		{"focus", required_argument, NULL, 'f'},
@@ -160,6 +176,7 @@ main(int argc, char **argv)
 	};
 	hp_options	o = HP_OPTIONS_DEFAULT;
 	hp_report_kind kind = HP_REPORT_TEXT;
+	bool		symbols = false;
 	const char *program = NULL;
 	bool		stats = false;
 	int			c;
@@ -183,6 +200,10 @@ main(int argc, char **argv)
 				break;
 			case 'c':
 				kind = HP_REPORT_COLLAPSED;
+				break;
+			case 'y':
+				symbols = true;
+				kind = HP_REPORT_STACKS;
 				break;
 			case 'o':
 				o.measure = HP_INUSE_OBJECTS;
@@ -256,7 +277,9 @@ main(int argc, char **argv)
 	rc = hp_analyze(&arena, s, dump, len, &o, kind, SIZE_MAX, &r, err, sizeof(err));
 	if (stats && rc == HP_OK)
 		print_stats(&arena, s, dump, len, &o, kind, &r);
-	if (rc == HP_OK)
+	if (rc == HP_OK && symbols)
+		print_symbols(&r.graph);
+	else if (rc == HP_OK)
 		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
 	else
 		fprintf(stderr, "heapprof-report: %s: %s\n", argv[optind], err);

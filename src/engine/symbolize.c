@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 typedef struct sym_range
 {
@@ -36,6 +38,8 @@ typedef struct fde_range
 typedef struct mod_index
 {
 	const char *object;			/* basename of the module's path */
+	const char *mismatch;		/* why the file is not what was loaded, or NULL */
+	uint64_t	low;			/* first mapped address */
 	uint64_t	bias;
 	bool		has_elf;
 	bool		allocator;
@@ -48,11 +52,24 @@ typedef struct mod_index
 	size_t		bytes;
 } mod_index;
 
+/* One line of the dump's maps: what the process had mapped. */
+typedef struct map_line
+{
+	uint64_t	start;
+	unsigned	dev_major;
+	unsigned	dev_minor;
+	uint64_t	inode;
+} map_line;
+
 struct hp_symbolizer
 {
 	Dwfl	   *dwfl;
 	char	   *maps;			/* the maps last reported */
 	size_t		maps_len;
+	map_line   *lines;
+	size_t		nlines;
+	hp_build_id *ids;
+	size_t		nids;
 	size_t		index_bytes;
 };
 
@@ -123,6 +140,8 @@ hp_symbolizer_free(hp_symbolizer *s)
 	dwfl_getmodules(s->dwfl, free_module_index, s, 0);
 	dwfl_end(s->dwfl);
 	free(s->maps);
+	free(s->lines);
+	free(s->ids);
 	free(s);
 }
 
@@ -130,6 +149,55 @@ size_t
 hp_symbolizer_memory(const hp_symbolizer *s)
 {
 	return s->index_bytes;
+}
+
+/* Index the lines of s->maps that map a file. */
+static hp_status
+parse_maps(hp_symbolizer *s)
+{
+	size_t		cap = 0;
+	char	   *p = s->maps;
+	char	   *end = s->maps + s->maps_len;
+
+	free(s->lines);
+	s->lines = NULL;
+	s->nlines = 0;
+	while (p < end)
+	{
+		char	   *nl = memchr(p, '\n', (size_t) (end - p));
+		char		line[512];
+		size_t		n = (size_t) ((nl ? nl : end) - p);
+		unsigned long long start;
+		unsigned long long lend;
+		unsigned long long off;
+		unsigned long long inode;
+		unsigned	maj;
+		unsigned	min;
+		int			pathpos = 0;
+		char		perms[8];
+
+		/* the fields before the path fit; the path itself is not needed here */
+		n = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
+		memcpy(line, p, n);
+		line[n] = '\0';
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &lend, perms, &off,
+				   &maj, &min, &inode, &pathpos) >= 7 && pathpos > 0 && line[pathpos] == '/')
+		{
+			if (s->nlines == cap)
+			{
+				size_t		ncap = cap ? cap * 2 : 64;
+				map_line   *v = realloc(s->lines, ncap * sizeof(*v));
+
+				if (v == NULL)
+					return HP_ENOMEM;
+				s->lines = v;
+				cap = ncap;
+			}
+			s->lines[s->nlines++] = (map_line) {start, maj, min, inode};
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return HP_OK;
 }
 
 hp_status
@@ -168,6 +236,21 @@ hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 	s->maps_len = len;
 	/* a maps text libdwfl cannot read leaves no modules: frames stay unnamed */
 	(void) rc;
+	return parse_maps(s);
+}
+
+hp_status
+hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n)
+{
+	hp_build_id *copy = n ? malloc(n * sizeof(*ids)) : NULL;
+
+	if (n && copy == NULL)
+		return HP_ENOMEM;
+	if (n)
+		memcpy(copy, ids, n * sizeof(*ids));
+	free(s->ids);
+	s->ids = copy;
+	s->nids = n;
 	return HP_OK;
 }
 
@@ -486,11 +569,62 @@ index_fdes(Dwfl_Module *mod, mod_index *ix)
 	ix->bytes += cap * sizeof(*ix->fdes);
 }
 
+#define DELETED_SUFFIX " (deleted)"
+
+/*
+ * Is the file libdwfl would read the one the process had mapped at low?
+ * Returns why not, or NULL.  Device and inode are compared only on the same
+ * device: overlay file systems show other devices in maps than stat does.
+ */
+static const char *
+file_mismatch(const hp_symbolizer *s, const char *path, uint64_t low)
+{
+	size_t		len = strlen(path);
+	struct stat st;
+
+	if (len > strlen(DELETED_SUFFIX) &&
+		strcmp(path + len - strlen(DELETED_SUFFIX), DELETED_SUFFIX) == 0)
+		return "deleted";
+	for (size_t i = 0; i < s->nlines; i++)
+	{
+		const map_line *m = &s->lines[i];
+
+		if (m->start != low)
+			continue;
+		if (stat(path, &st) != 0)
+			return "missing";
+		if (major(st.st_dev) == m->dev_major && minor(st.st_dev) == m->dev_minor &&
+			st.st_ino != m->inode)
+			return "replaced";
+		break;
+	}
+	return NULL;
+}
+
+/* Does the build-id recorded at dump time (if any) match the file's? */
+static bool
+build_id_matches(const hp_symbolizer *s, Dwfl_Module *mod, uint64_t bias)
+{
+	const unsigned char *bits;
+	GElf_Addr	vaddr;
+	int			len;
+
+	for (size_t i = 0; i < s->nids; i++)
+	{
+		if (s->ids[i].bias != bias)
+			continue;
+		len = dwfl_module_build_id(mod, &bits, &vaddr);
+		return len <= 0 || ((size_t) len == s->ids[i].len && memcmp(bits, s->ids[i].id, (size_t) len) == 0);
+	}
+	return true;
+}
+
 static mod_index *
 module_index(hp_symbolizer *s, Dwfl_Module *mod)
 {
 	void	  **slot;
-	const char *path = dwfl_module_info(mod, &slot, NULL, NULL, NULL, NULL, NULL, NULL);
+	Dwarf_Addr	low = 0;
+	const char *path = dwfl_module_info(mod, &slot, &low, NULL, NULL, NULL, NULL, NULL);
 	mod_index  *ix = *slot;
 	GElf_Addr	bias = 0;
 	const char *base;
@@ -500,15 +634,24 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod)
 	ix = calloc(1, sizeof(*ix));
 	if (ix == NULL)
 		return NULL;
-	base = path ? strrchr(path, '/') : NULL;
-	ix->object = base ? base + 1 : (path ? path : "?");
-	ix->has_elf = dwfl_module_getelf(mod, &bias) != NULL;
-	ix->bias = bias;
+	if (path == NULL)
+		path = "?";
+	base = strrchr(path, '/');
+	ix->object = base ? base + 1 : path;
+	ix->low = low;
 	ix->bytes = sizeof(*ix);
-	if (ix->has_elf)
+	ix->mismatch = file_mismatch(s, path, low);
+	if (ix->mismatch == NULL && dwfl_module_getelf(mod, &bias) != NULL)
 	{
-		index_symbols(mod, ix);
-		index_fdes(mod, ix);
+		ix->bias = bias;
+		if (!build_id_matches(s, mod, bias))
+			ix->mismatch = "build-id mismatch";
+		else
+		{
+			ix->has_elf = true;
+			index_symbols(mod, ix);
+			index_fdes(mod, ix);
+		}
 	}
 	s->index_bytes += ix->bytes;
 	*slot = ix;
@@ -784,6 +927,20 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 	}
 	out->object = hp_strdup(a, ix->object);
 	out->allocator = ix->allocator;
+	if (!ix->has_elf)
+	{
+		/* no trustworthy file: an offset in the object, and why */
+		size_t		olen = strlen(ix->object);
+
+		if (olen > strlen(DELETED_SUFFIX) &&
+			strcmp(ix->object + olen - strlen(DELETED_SUFFIX), DELETED_SUFFIX) == 0)
+			olen -= strlen(DELETED_SUFFIX);
+		snprintf(label, sizeof(label), "%.*s+0x%llx%s%s%s", (int) olen, ix->object,
+				 (unsigned long long) (pc - ix->low), ix->mismatch ? " [" : "",
+				 ix->mismatch ? ix->mismatch : "", ix->mismatch ? "]" : "");
+		out->name = hp_strdup(a, label);
+		return;
+	}
 
 	line = dwfl_module_getsrc(mod, pc);
 	if (line)

@@ -27,11 +27,27 @@ typedef struct hp_symbol
 	bool		allocator;		/* inside the object that defines mallctl */
 } hp_symbol;
 
+/* Build-id of an object loaded in the dumped process, keyed by load bias. */
+typedef struct hp_build_id
+{
+	uint64_t	bias;
+	uint8_t		id[64];
+	size_t		len;
+} hp_build_id;
+
 extern hp_symbolizer *hp_symbolizer_new(void);
 extern void hp_symbolizer_free(hp_symbolizer *s);
 
 /* Point the session at a dump's maps; cheap when they did not change. */
 extern hp_status hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len);
+
+/*
+ * Build-ids recorded in the dumped process at dump time (copied).  A module
+ * whose file on disk has another build-id gets no names, only labels marked
+ * "[build-id mismatch]".  Without them, files are still checked against the
+ * maps' device and inode ("[replaced]") and "(deleted)" ("[deleted]").
+ */
+extern hp_status hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n);
 
 /* Name one address (already moved into its call instruction). */
 extern void hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out);

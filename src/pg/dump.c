@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "storage/fd.h"
 
 #include "heapprof_pg.h"
+#include "engine/symbolize.h"
 
 #define DUMP_DIR "base/" PG_TEMP_FILES_DIR
 
@@ -91,4 +93,68 @@ hp_take_dump(StringInfo out)
 					 errmsg("could not remove heap profile \"%s\": %m", path)));
 	}
 	PG_END_TRY();
+}
+
+typedef struct id_list
+{
+	hp_build_id *ids;
+	int			n;
+	int			cap;
+} id_list;
+
+/* dl_iterate_phdr callback: the GNU build-id note of one loaded object. */
+static int
+add_build_id(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	id_list    *list = arg;
+
+	for (int i = 0; i < info->dlpi_phnum; i++)
+	{
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const char *p = (const char *) (info->dlpi_addr + ph->p_vaddr);
+		const char *end = p + ph->p_memsz;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		while (p + sizeof(ElfW(Nhdr)) <= end)
+		{
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *) p;
+			const char *name = p + sizeof(*nh);
+			const char *desc = name + ((nh->n_namesz + 3) & ~3u);
+
+			if (desc + nh->n_descsz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+				memcmp(name, "GNU", 4) == 0 && nh->n_descsz <= sizeof(list->ids[0].id))
+			{
+				if (list->n == list->cap)
+				{
+					list->cap *= 2;
+					list->ids = repalloc(list->ids, list->cap * sizeof(hp_build_id));
+				}
+				list->ids[list->n].bias = info->dlpi_addr;
+				memcpy(list->ids[list->n].id, desc, nh->n_descsz);
+				list->ids[list->n].len = nh->n_descsz;
+				list->n++;
+				return 0;
+			}
+			p = desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Build-ids of the objects loaded in this process, read from memory.  Taken
+ * with the dump, they let the symbolizer refuse a file on disk that is no
+ * longer the one that was loaded (an upgrade replaced it in place).
+ */
+hp_build_id *
+hp_loaded_build_ids(int *n)
+{
+	id_list		list = {palloc(16 * sizeof(hp_build_id)), 0, 16};
+
+	dl_iterate_phdr(add_build_id, &list);
+	*n = list.n;
+	return list.ids;
 }

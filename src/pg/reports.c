@@ -177,6 +177,8 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 		hp_result	r;
 		char		err[512];
 		hp_status	rc;
+		hp_build_id *ids;
+		int			nids;
 
 		initStringInfo(&dump);
 		hp_take_dump(&dump);
@@ -185,6 +187,9 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("could not start the elfutils symbolizer")));
+		ids = hp_loaded_build_ids(&nids);
+		if (hp_symbolizer_expect(symbolizer, ids, (size_t) nids) != HP_OK)
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 		rc = hp_analyze(&arena, symbolizer, dump.data, dump.len,
 						o, kind, limit, &r, err, sizeof(err));
 		if (rc != HP_OK)

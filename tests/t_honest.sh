@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# t_honest.sh -- on Debian's stripped postgres (cluster (a)), no frame is
+# labelled with an exported symbol whose [value, value + size) does not
+# contain it; static code gets "postgres+0xSTART" labels instead.  Checked
+# against nm -D -S on a real backend's dump after a real workload.
+set -euo pipefail
+cd "$HP_TOP"
+w=$(mktemp -d)
+trap 'rm -rf "$w"' EXIT
+postgres=$(pg_config --bindir)/postgres
+
+psql -X -q -At -d postgres -v ON_ERROR_STOP=1 > /dev/null <<SQL
+CREATE EXTENSION IF NOT EXISTS heapprof;
+SELECT heapprof_enable();
+CREATE TEMP TABLE t AS SELECT g, md5(g::text) AS m FROM generate_series(1, 20000) g;
+SELECT count(*) FROM (SELECT * FROM t ORDER BY m) s;
+SELECT count(*) FROM t a JOIN t b USING (m);
+\\o $w/raw.heap
+SELECT heapprof_dump_raw();
+SQL
+
+bias=$(awk -v p="$postgres" '$6 == p && $3 == "00000000" {split($1, r, "-"); print r[1]; exit}' "$w/raw.heap")
+[ -n "$bias" ] || { echo "postgres not in the dump's maps"; exit 1; }
+declare -A lo hi
+while read -r addr size type name; do
+	lo[$name]=$((16#$addr))
+	hi[$name]=$((16#$addr + 16#$size))
+done < <(nm -D -S --defined-only "$postgres" | awk 'NF == 4 && $3 ~ /^[TtWi]$/')
+
+./heapprof-report --symbols "$w/raw.heap" > "$w/symbols.txt"
+named=0 labelled=0 bad=0
+while read -r pc object rest; do
+	[ "$object" = postgres ] || continue
+	name=${rest##*<- }
+	addr=$((16#$pc - 16#$bias))
+	if [[ $name == postgres+0x* ]]; then
+		labelled=$((labelled + 1))
+	elif [ -n "${lo[$name]:-}" ]; then
+		if [ "$addr" -ge "${lo[$name]}" ] && [ "$addr" -lt "${hi[$name]}" ]; then
+			named=$((named + 1))
+		else
+			echo "WRONG: $pc (postgres+$(printf 0x%x "$addr")) labelled $name"
+			bad=$((bad + 1))
+		fi
+	else
+		echo "UNKNOWN NAME: $pc $name"
+		bad=$((bad + 1))
+	fi
+done < "$w/symbols.txt"
+echo "postgres frames: $named named inside their symbol, $labelled honest labels, $bad wrong"
+[ "$bad" -eq 0 ] && [ "$named" -gt 10 ] && [ "$labelled" -gt 5 ]

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# t_symbols.sh -- honest names against known truth, off-server.
+#
+# tests/symbols/tprog.c and tlib.c, built with -g, allocate from a static
+# function, an exported one, an inlined one and a static function in a
+# shared library.  Then, on dumps of:
+#  - a stripped copy: exported functions keep their names; each static
+#    function gets "object+0xSTART" with START its true start (nm of the -g
+#    build), never a neighbour's name;
+#  - the stripped copy with a separate debug file (.gnu_debuglink): true
+#    names, file:line and the inline chain are back;
+#  - a library replaced on disk after the dump, and one deleted before it:
+#    its frames are flagged, not named.
+set -euo pipefail
+cd "$HP_TOP"
+report=$PWD/heapprof-report
+w=$(mktemp -d)
+trap 'rm -rf "$w"' EXIT
+src=tests/symbols
+cflags="-g -O2 -fno-omit-frame-pointer -fno-optimize-sibling-calls"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cc $cflags -fPIC -shared $src/tlib.c -o "$w/libtlib.so"
+cc $cflags -fPIE -pie -rdynamic $src/tprog.c -L"$w" -ltlib -ljemalloc -Wl,-rpath,"$w" -o "$w/tprog"
+export MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:0
+start_of() { printf '0x%x' "0x$(nm "$1" | awk -v f="$2" '$3 == f {print $1}')"; }
+
+# 1. stripped: honest labels at the true starts
+cp "$w/tprog" "$w/tprog.stripped"
+strip --strip-all "$w/tprog.stripped"
+"$w/tprog.stripped" "$w/stripped.heap"
+"$report" --collapsed "$w/stripped.heap" > "$w/stripped.txt"
+label="tprog.stripped+$(start_of "$w/tprog" static_worker)"
+grep -q ";main;exported_func;$label 1048576\$" "$w/stripped.txt" ||
+	{ cat "$w/stripped.txt"; fail "static function: expected $label under exported_func"; }
+grep -q ";main;inline_user 2097152\$" "$w/stripped.txt" || fail "inline_user frame"
+grep -q ";main;tlib_entry;lib_static_alloc 3145728\$" "$w/stripped.txt" || fail "library frames"
+# no frame of the stripped program carries a name nm does not place there
+! grep -qE 'static_worker|inlined_alloc' "$w/stripped.txt" || fail "a static name leaked from nowhere"
+
+# 2. separate debug file: true names, file:line and the inline chain
+objcopy --only-keep-debug "$w/tprog" "$w/tprog.debug"
+cp "$w/tprog.stripped" "$w/tprog.dbglink"
+objcopy --add-gnu-debuglink="$w/tprog.debug" "$w/tprog.dbglink"
+"$w/tprog.dbglink" "$w/dbg.heap"
+"$report" --collapsed "$w/dbg.heap" > "$w/dbg.txt"
+grep -q ";main;exported_func;static_worker 1048576\$" "$w/dbg.txt" || { cat "$w/dbg.txt"; fail "debuglink names"; }
+grep -q ";main;inline_user;inlined_alloc\[inline\] 2097152\$" "$w/dbg.txt" || fail "inline chain"
+"$report" --text --focus='tprog\.c:[0-9]+' "$w/dbg.heap" | grep -q ' static_worker$' || fail "file:line"
+
+# 3. library replaced after the dump (an upgrade renames a new file in place)
+cc $cflags -DVERSION2 -fPIC -shared $src/tlib.c -o "$w/libtlib.so.new"
+mv "$w/libtlib.so.new" "$w/libtlib.so"
+"$report" --collapsed "$w/stripped.heap" > "$w/replaced.txt"
+grep -qE ';main;libtlib\.so\+0x[0-9a-f]+ \[replaced\];libtlib\.so\+0x[0-9a-f]+ \[replaced\] 3145728$' "$w/replaced.txt" ||
+	{ cat "$w/replaced.txt"; fail "replaced library not flagged"; }
+! grep -qE 'tlib_entry|lib_static_alloc|tlib_padding' "$w/replaced.txt" || fail "replaced library named"
+
+# 4. library deleted before the dump
+cp "$w/libtlib.so" "$w/libtlib.keep"
+"$w/tprog" "$w/deleted.heap" "$w/libtlib.so"
+cp "$w/libtlib.keep" "$w/libtlib.so"
+grep -q 'libtlib.so (deleted)' "$w/deleted.heap" || fail "maps should show the deletion"
+"$report" --collapsed "$w/deleted.heap" > "$w/deleted.txt"
+grep -qE ';main;libtlib\.so\+0x[0-9a-f]+ \[deleted\];libtlib\.so\+0x[0-9a-f]+ \[deleted\] 3145728$' "$w/deleted.txt" ||
+	{ cat "$w/deleted.txt"; fail "deleted library not flagged"; }
+echo "symbols: honest labels, debuglink names, replaced and deleted objects flagged"
