@@ -107,6 +107,12 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'heapprof_dump_raw'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
+-- Drop this backend's symbol caches (they are rebuilt on the next report).
+CREATE FUNCTION heapprof_forget_symbols()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'heapprof_forget_symbols'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
 -- Permissions: profiling exposes memory layout and costs speed -------------
 
 REVOKE ALL ON FUNCTION heapprof_status() FROM PUBLIC;
@@ -119,6 +125,7 @@ REVOKE ALL ON FUNCTION heapprof_dump_collapsed(boolean, text, text, boolean) FRO
 REVOKE ALL ON FUNCTION heapprof_top(integer, boolean, text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION heapprof_stacks(text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION heapprof_dump_raw() FROM PUBLIC;
+REVOKE ALL ON FUNCTION heapprof_forget_symbols() FROM PUBLIC;
 
 -- status shows no addresses, only sizes and settings
 GRANT EXECUTE ON FUNCTION heapprof_status() TO pg_monitor;

@@ -80,6 +80,15 @@ SELECT heapprof_test_error('SELECT * FROM heapprof_dump_text(-5)');
 SELECT heapprof_test_error('SELECT * FROM heapprof_dump_collapsed(ignore => ''[z-a]'')');
 \pset format aligned
 
+-- symbol caches stay between reports, within heapprof.symbol_cache_limit
+SELECT heapprof_forget_symbols() > 0 AS dropped;
+SELECT heapprof_forget_symbols() AS nothing_left;
+SET heapprof.symbol_cache_limit = 0;
+SELECT count(*) > 0 AS reported FROM heapprof_top();
+SELECT heapprof_forget_symbols() AS dropped_after_report;
+RESET heapprof.symbol_cache_limit;
+SHOW heapprof.symbol_cache_limit;
+
 -- no dump file is left behind, errors included
 SELECT temp_files();
 SELECT heapprof_disable();

@@ -169,3 +169,16 @@ hpj_thread_active(bool on, bool *was)
 		*was = (rc == 0) ? old : on;
 	return rc;
 }
+
+int64_t
+hpj_thread_net(void)
+{
+	uint64_t	allocated;
+	uint64_t	deallocated;
+
+	if (mallctl_ptr == NULL ||
+		READ_CTL("thread.allocated", &allocated) != 0 ||
+		READ_CTL("thread.deallocated", &deallocated) != 0)
+		return 0;
+	return (int64_t) (allocated - deallocated);
+}

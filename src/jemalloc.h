@@ -52,5 +52,7 @@ extern int	hpj_set_active(bool on);
 extern int	hpj_reset(int lg_sample);	/* lg_sample < 0 keeps the interval */
 extern int	hpj_dump(const char *path);
 extern int	hpj_thread_active(bool on, bool *was);
+/* Bytes this thread has allocated minus freed, ever (0 without jemalloc). */
+extern int64_t hpj_thread_net(void);
 
 #endif

@@ -13,6 +13,9 @@
 
 #define HEAPPROF_MALLOC_CONF "prof:true,prof_active:false"
 
+/* heapprof.symbol_cache_limit, in kB */
+extern int	hp_symbol_cache_limit_kb;
+
 extern const char *hp_setup_hint(hpj_state state);
 extern void hp_require_profiling(void);
 extern void hp_check_mallctl(int rc, const char *what);

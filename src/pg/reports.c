@@ -31,11 +31,34 @@ PG_FUNCTION_INFO_V1(heapprof_dump_collapsed);
 PG_FUNCTION_INFO_V1(heapprof_top);
 PG_FUNCTION_INFO_V1(heapprof_stacks);
 PG_FUNCTION_INFO_V1(heapprof_dump_raw);
+PG_FUNCTION_INFO_V1(heapprof_forget_symbols);
 
 #define MAX_ROWS 1000000
 #define MAX_NODES 100000
 
+/*
+ * One symbolizer per backend, kept between reports: opening ELF files and
+ * building indexes is most of a cold report's time.  symbolizer_bytes is the
+ * heap it holds (libdwfl's and ours), measured with jemalloc's per-thread
+ * counters around each analysis; above heapprof.symbol_cache_limit it is
+ * dropped after the report.
+ */
 static hp_symbolizer *symbolizer;
+static int64 symbolizer_bytes;
+int			hp_symbol_cache_limit_kb = 65536;
+
+static int64
+drop_symbolizer(void)
+{
+	int64		freed = symbolizer_bytes;
+	int64		before = hpj_thread_net();
+
+	hp_symbolizer_free(symbolizer);
+	symbolizer = NULL;
+	symbolizer_bytes = 0;
+	/* what was really returned, when jemalloc can tell */
+	return before > 0 ? before - hpj_thread_net() : freed;
+}
 
 /* ---- arguments: NULL or out-of-range values are errors naming the range ---- */
 
@@ -167,6 +190,7 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 	hp_arena	arena;
 	bool		was_active = true;
 	bool		switched;
+	volatile int64 held_before = 0;	/* set inside PG_TRY */
 
 	hp_require_profiling();
 	/* keep heapprof's own work, the symbolizer's caches above all, out of the profile */
@@ -183,6 +207,7 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 		initStringInfo(&dump);
 		hp_take_dump(&dump);
 		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+		held_before = hpj_thread_net();
 		if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -204,6 +229,11 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 			hpj_thread_active(was_active, NULL);
 	}
 	PG_END_TRY();
+
+	/* rows live in the tuplestore (palloc), so the rest is the symbolizer's */
+	symbolizer_bytes += hpj_thread_net() - held_before;
+	if (symbolizer_bytes > (int64) hp_symbol_cache_limit_kb * 1024)
+		drop_symbolizer();
 }
 
 /* ---- emitting rows ---- */
@@ -386,4 +416,11 @@ heapprof_dump_raw(PG_FUNCTION_ARGS)
 	/* paths in the maps section must be valid in the database encoding */
 	pg_verifymbstr(dump.data, dump.len, false);
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(dump.data, dump.len));
+}
+
+/* heapprof_forget_symbols(): drop this backend's symbol caches; returns bytes freed */
+Datum
+heapprof_forget_symbols(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(symbolizer ? drop_symbolizer() : 0);
 }
