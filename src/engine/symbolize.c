@@ -35,6 +35,30 @@ typedef struct fde_range
 	uint64_t	hi;
 } fde_range;
 
+#define MAX_INLINE_DEPTH 64
+
+/* A function or inlined-call range at one nesting depth of a CU (DWARF addresses). */
+typedef struct fn_range
+{
+	uint64_t	lo;
+	uint64_t	hi;
+	Dwarf_Off	die;
+} fn_range;
+
+/*
+ * Per compile unit: every subprogram / inlined_subroutine range, by how many
+ * such DIEs enclose it.  One walk of the CU replaces a dwarf_getscopes walk
+ * per address (which re-reads the CU from its root every time).
+ */
+typedef struct cu_index
+{
+	Dwarf_Off	cu;
+	fn_range   *level[MAX_INLINE_DEPTH];
+	size_t		nlevel[MAX_INLINE_DEPTH];
+	size_t		cap[MAX_INLINE_DEPTH];
+	size_t		bytes;
+} cu_index;
+
 typedef struct mod_index
 {
 	const char *object;			/* basename of the module's path */
@@ -49,6 +73,9 @@ typedef struct mod_index
 	size_t		nlabels;
 	fde_range  *fdes;
 	size_t		nfdes;
+	cu_index  **cus;			/* open hash on CU offset */
+	size_t		ncus;
+	size_t		cuslots;
 	size_t		bytes;
 } mod_index;
 
@@ -105,6 +132,14 @@ free_index(hp_symbolizer *s, mod_index *ix)
 	if (ix == NULL)
 		return;
 	s->index_bytes -= ix->bytes;
+	for (size_t i = 0; i < ix->cuslots; i++)
+		if (ix->cus[i])
+		{
+			for (int d = 0; d < MAX_INLINE_DEPTH; d++)
+				free(ix->cus[i]->level[d]);
+			free(ix->cus[i]);
+		}
+	free(ix->cus);
 	free(ix->syms);
 	free(ix->labels);
 	free(ix->fdes);
@@ -851,56 +886,177 @@ die_name(Dwarf_Die *die)
 	return name ? name : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
 }
 
-#define MAX_INLINE_DEPTH 64
+static bool
+push_range(cu_index *ci, int depth, uint64_t lo, uint64_t hi, Dwarf_Off die)
+{
+	if (ci->nlevel[depth] == ci->cap[depth])
+	{
+		size_t		ncap = ci->cap[depth] ? ci->cap[depth] * 2 : 16;
+		fn_range   *v = realloc(ci->level[depth], ncap * sizeof(*v));
+
+		if (v == NULL)
+			return false;
+		ci->level[depth] = v;
+		ci->bytes += (ncap - ci->cap[depth]) * sizeof(*v);
+		ci->cap[depth] = ncap;
+	}
+	ci->level[depth][ci->nlevel[depth]++] = (fn_range) {lo, hi, die};
+	return true;
+}
+
+/* Record the code ranges below die; depth counts enclosing function DIEs. */
+static void
+walk_cu(Dwarf_Die *die, int depth, int nesting, cu_index *ci)
+{
+	Dwarf_Die	child;
+
+	if (nesting > 256 || dwarf_child(die, &child) != 0)
+		return;
+	do
+	{
+		int			tag = dwarf_tag(&child);
+		bool		code = tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+
+		if (code && depth < MAX_INLINE_DEPTH)
+		{
+			Dwarf_Addr	base;
+			Dwarf_Addr	lo;
+			Dwarf_Addr	hi;
+			ptrdiff_t	off = 0;
+
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0)
+				if (hi > lo)	/* compilers emit empty ranges; they break the search */
+					push_range(ci, depth, lo, hi, dwarf_dieoffset(&child));
+		}
+		if (code || tag == DW_TAG_lexical_block || tag == DW_TAG_namespace ||
+			tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+			tag == DW_TAG_union_type)
+			walk_cu(&child, depth + (code ? 1 : 0), nesting + 1, ci);
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int
+fn_range_cmp(const void *a, const void *b)
+{
+	const fn_range *x = a;
+	const fn_range *y = b;
+
+	/* aliases (equal ranges) resolve to the first in DIE order, as dwarf_getscopes does */
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return (x->die > y->die) - (x->die < y->die);
+}
+
+/* The index of the CU at cu_off, built on first use; NULL without memory. */
+static cu_index *
+cu_lookup(hp_symbolizer *s, mod_index *ix, Dwarf_Die *cu)
+{
+	Dwarf_Off	off = dwarf_dieoffset(cu);
+	size_t		i;
+	cu_index   *ci;
+
+	if ((ix->ncus + 1) * 2 > ix->cuslots)
+	{
+		size_t		n = ix->cuslots ? ix->cuslots * 2 : 64;
+		cu_index  **slots = calloc(n, sizeof(*slots));
+
+		if (slots == NULL)
+			return NULL;
+		for (size_t k = 0; k < ix->cuslots; k++)
+			if (ix->cus[k])
+			{
+				for (i = ix->cus[k]->cu & (n - 1); slots[i]; i = (i + 1) & (n - 1))
+					;
+				slots[i] = ix->cus[k];
+			}
+		free(ix->cus);
+		ix->bytes += (n - ix->cuslots) * sizeof(*slots);
+		s->index_bytes += (n - ix->cuslots) * sizeof(*slots);
+		ix->cus = slots;
+		ix->cuslots = n;
+	}
+	for (i = off & (ix->cuslots - 1); ix->cus[i]; i = (i + 1) & (ix->cuslots - 1))
+		if (ix->cus[i]->cu == off)
+			return ix->cus[i];
+
+	ci = calloc(1, sizeof(*ci));
+	if (ci == NULL)
+		return NULL;
+	ci->cu = off;
+	walk_cu(cu, 0, 0, ci);
+	for (int d = 0; d < MAX_INLINE_DEPTH; d++)
+		if (ci->nlevel[d] > 1)
+			qsort(ci->level[d], ci->nlevel[d], sizeof(fn_range), fn_range_cmp);
+	ci->bytes += sizeof(*ci);
+	ix->bytes += ci->bytes;
+	s->index_bytes += ci->bytes;
+	ix->cus[i] = ci;
+	ix->ncus++;
+	return ci;
+}
+
+/* The range at one depth containing addr (ranges at a depth do not overlap). */
+static const fn_range *
+find_range(const cu_index *ci, int depth, uint64_t addr)
+{
+	const fn_range *v = ci->level[depth];
+	size_t		lo = 0;
+	size_t		hi = ci->nlevel[depth];
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (v[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= v[lo - 1].hi)
+		return NULL;
+	/* the first of several ranges starting at the same address */
+	while (lo > 1 && v[lo - 2].lo == v[lo - 1].lo && addr < v[lo - 2].hi)
+		lo--;
+	return &v[lo - 1];
+}
 
 /*
  * The function containing pc and the functions inlined into it at pc, from
- * DWARF.  dwarf_getscopes finds the innermost scope; its physical parents
- * (dwarf_getscopes_die) are the inlined_subroutine chain up to the real
- * subprogram.  False when DWARF does not cover pc.
+ * DWARF, through the CU's index: depth 0 is the real function, each deeper
+ * range an inlined call inside it.  False when DWARF does not cover pc.
  */
 static bool
-dwarf_frames(Dwfl_Module *mod, uint64_t pc, hp_arena *a, hp_symbol *out)
+dwarf_frames(hp_symbolizer *s, mod_index *ix, Dwfl_Module *mod, uint64_t pc,
+			 hp_arena *a, hp_symbol *out)
 {
 	Dwarf_Addr	bias;
 	Dwarf_Die  *cu = dwfl_module_addrdie(mod, pc, &bias);
-	Dwarf_Die  *scopes = NULL;
-	Dwarf_Die  *chain = NULL;
-	Dwarf_Die	inner;
 	Dwarf	   *dw;
+	cu_index   *ci;
 	const char *names[MAX_INLINE_DEPTH];
-	int			n;
 	int			k = 0;
 
-	if (cu == NULL || (dw = dwfl_module_getdwarf(mod, &bias)) == NULL)
+	if (cu == NULL || (dw = dwfl_module_getdwarf(mod, &bias)) == NULL ||
+		(ci = cu_lookup(s, ix, cu)) == NULL)
 		return false;
-	n = dwarf_getscopes(cu, pc - bias, &scopes);
-	if (n <= 0 || dwarf_offdie(dw, dwarf_dieoffset(&scopes[0]), &inner) == NULL)
+	for (int d = 0; d < MAX_INLINE_DEPTH; d++)
 	{
-		free(scopes);
-		return false;
-	}
-	free(scopes);
-	n = dwarf_getscopes_die(&inner, &chain);
-	for (int i = 0; i < n && k < MAX_INLINE_DEPTH; i++)
-	{
-		int			tag = dwarf_tag(&chain[i]);
+		const fn_range *r = find_range(ci, d, pc - bias);
+		Dwarf_Die	die;
 
-		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-			continue;
-		names[k++] = die_name(&chain[i]);
-		if (tag == DW_TAG_subprogram)
+		if (r == NULL || dwarf_offdie(dw, r->die, &die) == NULL)
 			break;
+		names[k++] = die_name(&die);
 	}
-	free(chain);
-	if (k == 0 || names[k - 1] == NULL)
+	if (k == 0 || names[0] == NULL)
 		return false;
-	out->name = display_name(a, names[k - 1]);
+	/* names[0] is the real function, names[k - 1] the innermost inlined one */
+	out->name = display_name(a, names[0]);
 	if (k > 1)
 	{
 		out->inlines = hp_alloc(a, (size_t) (k - 1) * sizeof(char *));
 		for (int i = 0; i < k - 1; i++)
-			out->inlines[i] = display_name(a, names[i] ? names[i] : "??");
+			out->inlines[i] = display_name(a, names[k - 1 - i] ? names[k - 1 - i] : "??");
 		out->ninlines = (uint32_t) (k - 1);
 	}
 	return true;
@@ -956,7 +1112,7 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 	if (sym == NULL)
 		sym = find_label(ix, pc, fde ? fde->lo : UINT64_MAX);
 	out->start = sym ? sym->lo : fde ? fde->lo + ix->bias : 0;
-	if (line && dwarf_frames(mod, pc, a, out))
+	if (line && dwarf_frames(s, ix, mod, pc, a, out))
 		return;
 	if (sym)
 	{
