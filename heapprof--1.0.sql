@@ -38,8 +38,8 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 -- Reports on the calling backend's heap profile -----------------------------
 -- Each call dumps the live sampled allocations, unsamples them as jeprof does,
 -- names every frame and aggregates.  objects => true counts objects instead
--- of bytes; focus / ignore keep / drop stacks with a frame matching a POSIX
--- extended regular expression (name, file:line or address).  fold => true
+-- of bytes; focus / ignore keep / drop stacks with a frame matching a regular
+-- expression, as for the ~ operator (name, file:line or address).  fold => true
 -- (the default) charges memory to the caller of PostgreSQL's allocator
 -- (palloc, MemoryContextAlloc*, AllocSetAlloc, ...) instead of to it.
 

@@ -13,10 +13,17 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static hp_symbolizer *symbolizer;
+
+static bool
+substring_match(void *pattern, const char *s)
+{
+	return strstr(s, pattern) != NULL;
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -40,7 +47,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		o.measure = size % 2 ? HP_INUSE_OBJECTS : HP_INUSE_SPACE;
 		o.show_bytes = size % 3 == 0;
 		o.focus = size % 5 == 0 ? "0x" : NULL;
-		o.ignore = size % 7 == 0 ? "f$" : NULL;
+		o.ignore = size % 7 == 0 ? "f" : NULL;
+		o.match = substring_match;
+		o.fold_names = size % 11 == 0 ? hp_postgres_allocator : NULL;
 		if (hp_build_graph(&arena, &p, symbolizer, &o, &g, err, sizeof(err)) == HP_OK)
 		{
 			hp_buf_init(&out, &arena);

@@ -78,7 +78,14 @@ SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot(edgefraction => ''Na
 SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot(edgefraction => NULL)');
 SELECT heapprof_test_error('SELECT * FROM heapprof_dump_text(-5)');
 SELECT heapprof_test_error('SELECT * FROM heapprof_dump_collapsed(ignore => ''[z-a]'')');
+-- hostile patterns: PostgreSQL's regex engine refuses or can be cancelled; the backend survives
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(focus => repeat(''('', 20000) || ''a'' || repeat('')'', 20000))');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(ignore => ''(((a{255}){255}){255}){255}'')');
 \pset format aligned
+SET statement_timeout = '500ms';
+SELECT count(*) FROM heapprof_top(focus => '^(.*)(.*)(.*)(.*)(.*)(.*)(.*)\7\6\5\4\3\2\1$');
+RESET statement_timeout;
+SELECT count(*) > 0 AS still_reporting FROM heapprof_top();
 
 -- symbol caches stay between reports, within heapprof.symbol_cache_limit
 SELECT heapprof_forget_symbols() > 0 AS dropped;

@@ -18,6 +18,7 @@ typedef int (*mallctl_fn) (const char *, void *, size_t *, void *, size_t);
 
 static mallctl_fn mallctl_ptr;
 static const char *lib_path;
+static uintptr_t lib_base;
 static bool probed;
 static hpj_state state;
 
@@ -66,6 +67,7 @@ hpj_probe(void)
 
 	mallctl_ptr = (mallctl_fn) mallctl_sym;
 	lib_path = ctl_info.dli_fname;
+	lib_base = (uintptr_t) ctl_info.dli_fbase;
 
 	if (READ_CTL("config.prof", &flag) != 0 || !flag)
 		return state = HPJ_NO_PROF_BUILD;
@@ -79,6 +81,13 @@ hpj_library_path(void)
 {
 	hpj_probe();
 	return lib_path;
+}
+
+uintptr_t
+hpj_library_base(void)
+{
+	hpj_probe();
+	return lib_base;
 }
 
 void

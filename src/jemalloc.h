@@ -45,6 +45,8 @@ typedef struct hpj_status
 
 extern hpj_state hpj_probe(void);
 extern const char *hpj_library_path(void);
+/* Where the object defining mallctl is loaded (its ELF header), or 0. */
+extern uintptr_t hpj_library_base(void);
 extern void hpj_get_status(hpj_status *st);
 
 /* These return 0 or an errno value from mallctl (ENOENT without jemalloc). */

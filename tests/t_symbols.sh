@@ -10,7 +10,8 @@
 #  - the stripped copy with a separate debug file (.gnu_debuglink): true
 #    names, file:line and the inline chain are back;
 #  - a library replaced on disk after the dump, and one deleted before it:
-#    its frames are flagged, not named.
+#    its frames are flagged, not named;
+#  - a library whose symbol names lie outside its string table: no crash.
 set -euo pipefail
 cd "$HP_TOP"
 report=$PWD/heapprof-report
@@ -65,4 +66,11 @@ grep -q 'libtlib.so (deleted)' "$w/deleted.heap" || fail "maps should show the d
 "$report" --collapsed "$w/deleted.heap" > "$w/deleted.txt"
 grep -qE ';main;libtlib\.so\+0x[0-9a-f]+ \[deleted\];libtlib\.so\+0x[0-9a-f]+ \[deleted\] 3145728$' "$w/deleted.txt" ||
 	{ cat "$w/deleted.txt"; fail "deleted library not flagged"; }
-echo "symbols: honest labels, debuglink names, replaced and deleted objects flagged"
+# 5. a library whose symbol names point outside its string table: no crash
+cc $cflags -fPIC -shared $src/tlib.c -o "$w/libtlib.so"
+cc -O1 $src/badnames.c -lelf -o "$w/badnames"
+"$w/badnames" "$w/libtlib.so" >/dev/null
+"$w/tprog" "$w/badnames.heap"
+"$report" --collapsed "$w/badnames.heap" > "$w/badnames.txt" || fail "bad symbol names: report failed"
+grep -qE ';main;[^ ]+;[^ ]+ 3145728$' "$w/badnames.txt" || { cat "$w/badnames.txt"; fail "bad symbol names"; }
+echo "symbols: honest labels, debuglink names, replaced, deleted and broken objects handled"

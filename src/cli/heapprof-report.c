@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,31 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 			r->profile.nsamples, r->graph.npcs, r->graph.nfuncs, cold_ms, warm_ms);
 }
 
+static bool
+posix_match(void *pattern, const char *s)
+{
+	return regexec(pattern, s, 0, NULL, 0) == 0;
+}
+
+/* Compile --focus / --ignore; exits with a message when it does not compile. */
+static void *
+compile_arg(const char *pattern, const char *name)
+{
+	static regex_t re[2];
+	static int	n;
+	int			rc = regcomp(&re[n], pattern, REG_EXTENDED | REG_NOSUB);
+
+	if (rc != 0)
+	{
+		char		msg[256];
+
+		regerror(rc, &re[n], msg, sizeof(msg));
+		fprintf(stderr, "heapprof-report: invalid --%s regular expression \"%s\": %s\n", name, pattern, msg);
+		exit(2);
+	}
+	return &re[n++];
+}
+
 static double
 fraction_arg(const char *s, const char *name)
 {
@@ -212,10 +238,12 @@ main(int argc, char **argv)
 				o.show_bytes = true;
 				break;
 			case 'f':
-				o.focus = optarg;
+				o.focus = o.focus ? o.focus : compile_arg(optarg, "focus");
+				o.match = posix_match;
 				break;
 			case 'i':
-				o.ignore = optarg;
+				o.ignore = o.ignore ? o.ignore : compile_arg(optarg, "ignore");
+				o.match = posix_match;
 				break;
 			case 'n':
 				{

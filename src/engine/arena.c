@@ -3,6 +3,7 @@
  */
 #include "arena.h"
 
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,8 @@ hp_alloc(hp_arena *a, size_t size)
 
 		if (c == NULL)
 			longjmp(a->oom, 1);
-		a->total += sizeof(hp_chunk) + want;
+		/* what malloc really handed out: size classes round up */
+		a->total += malloc_usable_size(c);
 		c->next = a->chunks;
 		a->chunks = c;
 		if (want != CHUNK_SIZE)

@@ -22,7 +22,7 @@ typedef struct hp_arena
 	hp_chunk   *chunks;
 	char	   *cur;
 	size_t		left;
-	size_t		total;			/* bytes obtained from malloc */
+	size_t		total;			/* usable bytes obtained from malloc */
 	jmp_buf		oom;
 } hp_arena;
 

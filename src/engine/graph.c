@@ -3,7 +3,6 @@
  */
 #include "graph.h"
 
-#include <regex.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,54 +22,48 @@ intern_pc(hp_map *m, uint64_t pc)
 	return hp_map_put(m, &pc, sizeof(pc), NULL);
 }
 
-/* Does any identity of this frame match?  jeprof tests pc, name and file:line. */
+/* Does any identity of this frame match?  jeprof tests pc, names and file:line. */
 static bool
-frame_matches(const regex_t *re, uint64_t pc, const hp_symbol *sym)
+frame_matches(const hp_options *o, void *pattern, uint64_t pc, const hp_symbol *sym)
 {
 	char		buf[32];
 	char		fileline[4096];
 
 	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long) pc);
-	if (regexec(re, buf, 0, NULL, 0) == 0 || regexec(re, sym->name, 0, NULL, 0) == 0)
+	if (o->match(pattern, buf) || o->match(pattern, sym->name))
 		return true;
 	for (uint32_t k = 0; k < sym->ninlines; k++)
-		if (regexec(re, sym->inlines[k], 0, NULL, 0) == 0)
+		if (o->match(pattern, sym->inlines[k]))
 			return true;
 	if (sym->file)
 	{
 		snprintf(fileline, sizeof(fileline), "%s:%d", sym->file, sym->line);
-		return regexec(re, fileline, 0, NULL, 0) == 0;
+		return o->match(pattern, fileline);
 	}
 	return false;
 }
 
-static hp_status
-compile(const char *pattern, regex_t *re, const char *what, char *err, size_t errlen)
+/* Per distinct pc: 1 = focus matches, 2 = ignore matches. */
+static uint8_t *
+match_flags(hp_arena *a, const hp_graph *g, const hp_options *o)
 {
-	int			rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+	uint8_t    *flags = hp_alloc(a, g->npcs ? g->npcs : 1);
 
-	if (rc != 0)
-	{
-		char		msg[256];
-
-		regerror(rc, re, msg, sizeof(msg));
-		snprintf(err, errlen, "invalid %s regular expression \"%s\": %s", what, pattern, msg);
-		return HP_EREGEX;
-	}
-	return HP_OK;
-}
-
-/* Per distinct pc: 1 = focus matches, 2 = ignore matches.  Allocates nothing. */
-static void
-match_flags(const hp_graph *g, const regex_t *focus, const regex_t *ignore, uint8_t *flags)
-{
 	for (size_t i = 0; i < g->npcs; i++)
 	{
-		if (focus && frame_matches(focus, g->pcs[i], &g->syms[i]))
+		if (o->focus && frame_matches(o, o->focus, g->pcs[i], &g->syms[i]))
 			flags[i] |= 1;
-		if (ignore && frame_matches(ignore, g->pcs[i], &g->syms[i]))
+		if (o->ignore && frame_matches(o, o->ignore, g->pcs[i], &g->syms[i]))
 			flags[i] |= 2;
 	}
+	return flags;
+}
+
+static void
+poll_interrupt(const hp_options *o, size_t i)
+{
+	if (o->interrupt && (i & 255) == 0)
+		o->interrupt();
 }
 
 /* Function index of name, added (with location) when new. */
@@ -98,7 +91,7 @@ intern_func(hp_arena *a, hp_map *funcs, size_t *cap, hp_graph *g,
 }
 
 static void
-symbolize_all(hp_arena *a, hp_symbolizer *s, hp_graph *g)
+symbolize_all(hp_arena *a, hp_symbolizer *s, const hp_options *o, hp_graph *g)
 {
 	hp_map		funcs;
 	size_t		cap = 0;
@@ -112,6 +105,7 @@ symbolize_all(hp_arena *a, hp_symbolizer *s, hp_graph *g)
 	{
 		hp_symbol  *sym = &g->syms[i];
 
+		poll_interrupt(o, i);
 		hp_symbolize(s, g->pcs[i], a, sym);
 		g->pc_first[i] = (uint32_t) nout;
 		for (uint32_t k = 0; k <= sym->ninlines; k++)
@@ -166,7 +160,7 @@ folded(const hp_options *o, const hp_symbol *sym)
 /* Cut the allocator's frames and merge stacks that become identical. */
 static void
 build_paths(hp_arena *a, const hp_profile *p, hp_map *pcmap, hp_graph *g,
-			hp_measure measure)
+			const hp_options *o)
 {
 	hp_map		paths;
 	size_t		cap = 0;
@@ -182,6 +176,7 @@ build_paths(hp_arena *a, const hp_profile *p, hp_map *pcmap, hp_graph *g,
 		size_t		k;
 		bool		added;
 
+		poll_interrupt(o, i);
 		for (size_t j = 0; j < smp->npcs; j++)
 		{
 			size_t		pi = hp_map_get(pcmap, &smp->pcs[j], sizeof(uint64_t));
@@ -205,7 +200,7 @@ build_paths(hp_arena *a, const hp_profile *p, hp_map *pcmap, hp_graph *g,
 		g->paths[k].objs += smp->objs;
 	}
 	for (size_t k = 0; k < g->npaths; k++)
-		g->paths[k].value = measure == HP_INUSE_OBJECTS ? g->paths[k].objs : g->paths[k].bytes;
+		g->paths[k].value = o->measure == HP_INUSE_OBJECTS ? g->paths[k].objs : g->paths[k].bytes;
 }
 
 static void
@@ -273,10 +268,6 @@ hp_build_graph(hp_arena *a, const hp_profile *p, hp_symbolizer *s,
 			   const hp_options *o, hp_graph *g, char *err, size_t errlen)
 {
 	hp_map		pcmap;
-	regex_t		focus;
-	regex_t		ignore;
-	hp_status	rc;
-	uint8_t    *flags;
 
 	memset(g, 0, sizeof(*g));
 	if (p->nsamples > UINT32_MAX - 1)
@@ -296,31 +287,13 @@ hp_build_graph(hp_arena *a, const hp_profile *p, hp_symbolizer *s,
 	for (size_t i = 0; i < g->npcs; i++)
 		memcpy(&g->pcs[i], pcmap.keys[i].key, sizeof(uint64_t));
 
-	symbolize_all(a, s, g);
+	symbolize_all(a, s, o, g);
 	g->pc_cut = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(bool));
 	for (size_t i = 0; i < g->npcs; i++)
 		g->pc_cut[i] = g->syms[i].allocator || folded(o, &g->syms[i]);
-	build_paths(a, p, &pcmap, g, o->measure);
-
-	/* regex_t memory is malloc'ed: allocate from the arena before holding it */
-	flags = hp_alloc(a, g->npcs ? g->npcs : 1);
-	if (o->focus && (rc = compile(o->focus, &focus, "focus", err, errlen)) != HP_OK)
-		return rc;
-	if (o->ignore && (rc = compile(o->ignore, &ignore, "ignore", err, errlen)) != HP_OK)
-	{
-		if (o->focus)
-			regfree(&focus);
-		return rc;
-	}
-	if (o->focus || o->ignore)
-	{
-		match_flags(g, o->focus ? &focus : NULL, o->ignore ? &ignore : NULL, flags);
-		if (o->focus)
-			regfree(&focus);
-		if (o->ignore)
-			regfree(&ignore);
-		filter_paths(g, flags, o->focus != NULL, o->ignore != NULL);
-	}
+	build_paths(a, p, &pcmap, g, o);
+	if ((o->focus || o->ignore) && o->match)
+		filter_paths(g, match_flags(a, g, o), o->focus != NULL, o->ignore != NULL);
 	reduce(a, g);
 	return HP_OK;
 }

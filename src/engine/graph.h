@@ -18,12 +18,26 @@ typedef enum hp_measure
 	HP_INUSE_OBJECTS
 } hp_measure;
 
+/* Does the compiled pattern match s?  Supplied by the caller with the patterns. */
+typedef bool (*hp_match_fn) (void *pattern, const char *s);
+
 typedef struct hp_options
 {
 	hp_measure	measure;
 	bool		show_bytes;		/* bytes instead of MB in text and dot */
-	const char *focus;			/* POSIX extended regex, or NULL */
-	const char *ignore;
+
+	/*
+	 * focus / ignore: keep only stacks with a frame matching focus, drop
+	 * those with a frame matching ignore (NULL: no filter).  The caller
+	 * compiles them and matches with its own engine: in a backend,
+	 * PostgreSQL's, which checks stack depth and can be cancelled.
+	 */
+	void	   *focus;
+	void	   *ignore;
+	hp_match_fn match;
+
+	/* Polled in long loops; may longjmp out (a backend's CHECK_FOR_INTERRUPTS). */
+	void		(*interrupt) (void);
 	int			nodecount;
 	double		nodefraction;
 	double		edgefraction;
@@ -41,7 +55,7 @@ typedef struct hp_options
 	size_t		nfold_starts;
 } hp_options;
 
-#define HP_OPTIONS_DEFAULT {HP_INUSE_SPACE, false, NULL, NULL, 80, 0.005, 0.001, "heap", NULL, NULL, 0}
+#define HP_OPTIONS_DEFAULT {HP_INUSE_SPACE, false, NULL, NULL, NULL, NULL, 80, 0.005, 0.001, "heap", NULL, NULL, 0}
 
 /* PostgreSQL's memory-context entry points: every palloc-family call enters here. */
 extern const char *const hp_postgres_allocator[];

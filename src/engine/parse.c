@@ -6,8 +6,9 @@
  * stack lines, "t*: n: s [n2: s2]" count lines (per-thread "tN:" lines and
  * lines jeprof would not match are ignored), and the maps after
  * "MAPPED_LIBRARIES:".  Input is untrusted (the fuzzer feeds it): every read
- * is bounded by len, numbers are range-checked, and a malformed line is an
- * error naming its line number, never a crash.
+ * is bounded by len, a count line with a number beyond 19 digits is ignored
+ * (like any line that does not match), a malformed header or stack line is an
+ * error naming its line number, and nothing is a crash.
  */
 #include "profile.h"
 

@@ -16,9 +16,7 @@ typedef enum hp_status
 {
 	HP_OK = 0,
 	HP_EFORMAT,					/* not a heap_v2 dump, or malformed */
-	HP_ENOMEM,
-	HP_EREGEX,					/* focus / ignore did not compile */
-	HP_ESYMBOLS					/* symbolizer could not start */
+	HP_ENOMEM
 } hp_status;
 
 /*

@@ -148,6 +148,18 @@ edge_cmp(const void *a, const void *b)
 	return (x->dst > y->dst) - (x->dst < y->dst);
 }
 
+/* Text inside a Graphviz quoted string. */
+static void
+dot_quoted(hp_buf *out, const char *s)
+{
+	for (; *s; s++)
+	{
+		if (*s == '"' || *s == '\\')
+			hp_buf_append(out, "\\", 1);
+		hp_buf_append(out, s, 1);
+	}
+}
+
 /* Graphviz label text: whitespace runs and "::" become line breaks. */
 static void
 dot_label(hp_buf *out, const char *name)
@@ -200,10 +212,13 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 		last--;
 
 	unparse(o, g->total, v1, sizeof(v1));
-	hp_buf_printf(out, "digraph \"%s; %s %s\" {\n", o->program, v1, units(o));
+	hp_buf_printf(out, "digraph \"");
+	dot_quoted(out, o->program);
+	hp_buf_printf(out, "; %s %s\" {\n", v1, units(o));
 	hp_buf_printf(out, "node [width=0.375,height=0.25];\n");
-	hp_buf_printf(out, "Legend [shape=box,fontsize=24,shape=plaintext,label=\"%s\\lTotal %s: %s\\l",
-				  o->program, units(o), v1);
+	hp_buf_printf(out, "Legend [shape=box,fontsize=24,shape=plaintext,label=\"");
+	dot_quoted(out, o->program);
+	hp_buf_printf(out, "\\lTotal %s: %s\\l", units(o), v1);
 	unparse(o, L, v1, sizeof(v1));
 	hp_buf_printf(out, "Focusing on: %s\\l", v1);
 	unparse(o, nodelimit, v1, sizeof(v1));

@@ -97,6 +97,9 @@ struct hp_symbolizer
 	size_t		nlines;
 	hp_build_id *ids;
 	size_t		nids;
+	uint64_t	allocator_base;
+	char	   *demangled;		/* __cxa_demangle's buffer, reused */
+	size_t		demangled_len;
 	size_t		index_bytes;
 };
 
@@ -177,6 +180,7 @@ hp_symbolizer_free(hp_symbolizer *s)
 	free(s->maps);
 	free(s->lines);
 	free(s->ids);
+	free(s->demangled);
 	free(s);
 }
 
@@ -242,13 +246,14 @@ hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 	char	   *copy;
 	int			rc = 0;
 
-	if (s->maps && s->maps_len == len && memcmp(s->maps, maps, len) == 0)
+	if (s->maps && s->maps_len == len && (len == 0 || memcmp(s->maps, maps, len) == 0))
 		return HP_OK;
 
 	copy = malloc(len + 1);
 	if (copy == NULL)
 		return HP_ENOMEM;
-	memcpy(copy, maps, len);
+	if (len)
+		memcpy(copy, maps, len);
 	copy[len] = '\0';
 
 	dwfl_report_begin(s->dwfl);
@@ -275,10 +280,12 @@ hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 }
 
 hp_status
-hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n)
+hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n,
+					 uint64_t allocator_base)
 {
 	hp_build_id *copy = n ? malloc(n * sizeof(*ids)) : NULL;
 
+	s->allocator_base = allocator_base;
 	if (n && copy == NULL)
 		return HP_ENOMEM;
 	if (n)
@@ -384,11 +391,12 @@ index_symbols(Dwfl_Module *mod, mod_index *ix)
 		Dwarf_Addr	bias;
 		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf, &bias);
 		int			type = GELF_ST_TYPE(sym.st_info);
+		sym_range	r;
 
-		sym_range	r = {addr, addr + sym.st_size, name, bind_rank(&sym, name)};
-
+		/* a name offset outside the string table gives NULL */
 		if (name == NULL || name[0] == '\0' || shndx == SHN_UNDEF || shndx == SHN_ABS)
 			continue;
+		r = (sym_range) {addr, addr + sym.st_size, name, bind_rank(&sym, name)};
 		if (type == STT_FUNC && strcmp(name, "mallctl") == 0)
 			ix->allocator = true;
 		/* fewer names when memory runs out: still honest */
@@ -427,7 +435,7 @@ read_encoded(uint8_t enc, const uint8_t **p, const uint8_t *end,
 		return false;
 	switch (enc & 0x0f)
 	{
-		case 0x00:				/* absptr */
+		case 0x00:				/* absptr: heapprof reads 64-bit objects only */
 		case 0x04:				/* udata8 */
 		case 0x0c:				/* sdata8 */
 			size = 8;
@@ -545,7 +553,7 @@ index_fdes(Dwfl_Module *mod, mod_index *ix)
 		}
 	}
 	ident = (const unsigned char *) elf_getident(elf, NULL);
-	if (data == NULL || data->d_buf == NULL || ident == NULL)
+	if (data == NULL || data->d_buf == NULL || ident == NULL || ident[EI_CLASS] != ELFCLASS64)
 		return;
 
 	while (dwarf_next_cfi(ident, data, true, off, &next, &entry) == 0)
@@ -676,6 +684,7 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod)
 	ix->low = low;
 	ix->bytes = sizeof(*ix);
 	ix->mismatch = file_mismatch(s, path, low);
+	ix->allocator = s->allocator_base != 0 && low == s->allocator_base;
 	if (ix->mismatch == NULL && dwfl_module_getelf(mod, &bias) != NULL)
 	{
 		ix->bias = bias;
@@ -712,7 +721,12 @@ find_symbol(const mod_index *ix, uint64_t pc)
 	/* lo = first symbol starting after pc; look back for one that spans it */
 	for (size_t i = lo, tries = 0; i-- > 0 && tries < 8; tries++)
 		if (pc < ix->syms[i].hi)
+		{
+			/* aliases sort best first: take the first of this start that spans pc */
+			while (i > 0 && ix->syms[i - 1].lo == ix->syms[i].lo && pc < ix->syms[i - 1].hi)
+				i--;
 			return &ix->syms[i];
+		}
 	return NULL;
 }
 
@@ -809,32 +823,36 @@ static bool
 drop_groups(char *s, char open, char close)
 {
 	bool		changed = false;
-	char	   *start = NULL;
+	size_t		start = SIZE_MAX;
 
-	for (char *p = s; *p; p++)
+	for (size_t i = 0; s[i]; i++)
 	{
-		if (*p == open)
-			start = p;
-		else if (*p == close && start)
+		if (s[i] == open)
+			start = i;
+		else if (s[i] == close && start != SIZE_MAX)
 		{
-			char	   *rest = p + 1;
+			size_t		rest = i + 1;
 
 			if (open == '(')
 			{
-				char	   *q = rest;
+				size_t		q = rest;
 
-				while (isspace((unsigned char) *q))
+				while (isspace((unsigned char) s[q]))
 					q++;
-				if (strncmp(q, "const", 5) == 0)
+				if (strncmp(s + q, "const", 5) == 0)
 					rest = q + 5;
 			}
-			memmove(start, rest, strlen(rest) + 1);
-			p = start - 1;
-			start = NULL;
+			memmove(s + start, s + rest, strlen(s + rest) + 1);
+			i = start;			/* re-examine from the group's place */
+			start = SIZE_MAX;
 			changed = true;
+			if (s[i] == '\0')
+				break;
+			if (s[i] == open)
+				start = i;
 		}
-		else if (*p == close)
-			start = NULL;
+		else if (s[i] == close)
+			start = SIZE_MAX;
 	}
 	return changed;
 }
@@ -842,38 +860,41 @@ drop_groups(char *s, char open, char close)
 /*
  * A C++ symbol as jeprof's ShortFunctionName shows it: demangled, without
  * argument lists, template arguments or return type ("ns::Class::method").
- * Other names are copied unchanged.
+ * Other names are copied unchanged.  The demangler's buffer belongs to the
+ * symbolizer, so running out of arena memory here leaks nothing.
  */
 static const char *
-display_name(hp_arena *a, const char *name)
+display_name(hp_symbolizer *sz, hp_arena *a, const char *name)
 {
 	demangle_fn fn = name[0] == '_' && name[1] == 'Z' ? demangler() : NULL;
-	char	   *full;
+	char	   *out;
 	char	   *s;
 	int			status = -1;
-	const char *cut;
+	size_t		cut = 0;
 
-	if (fn == NULL || (full = fn(name, NULL, NULL, &status)) == NULL || status != 0)
+	if (fn == NULL)
 		return hp_strdup(a, name);
-	s = hp_strdup(a, full);
-	free(full);
+	out = fn(name, sz->demangled, &sz->demangled_len, &status);
+	if (out == NULL || status != 0)
+		return hp_strdup(a, name);
+	sz->demangled = out;
+	s = hp_strdup(a, out);
 	while (drop_groups(s, '(', ')'))
 		;
 	while (drop_groups(s, '<', '>'))
 		;
 	/* "type ns::f" -> "ns::f": the last word with "::" after white space */
-	cut = s;
-	for (const char *p = s + 1; *p; p++)
-		if (isspace((unsigned char) p[-1]) && (isalnum((unsigned char) *p) || *p == '_'))
+	for (size_t i = 1; s[0] && s[i]; i++)
+		if (isspace((unsigned char) s[i - 1]) && (isalnum((unsigned char) s[i]) || s[i] == '_'))
 		{
-			const char *q = p;
+			size_t		q = i;
 
-			while (isalnum((unsigned char) *q) || *q == '_')
+			while (isalnum((unsigned char) s[q]) || s[q] == '_')
 				q++;
-			if (q[0] == ':' && q[1] == ':')
-				cut = p;
+			if (s[q] == ':' && s[q + 1] == ':')
+				cut = i;
 		}
-	return cut;
+	return s + cut;
 }
 
 /* A DIE's function name, preferring the linkage name that carries C++ scopes. */
@@ -1051,12 +1072,12 @@ dwarf_frames(hp_symbolizer *s, mod_index *ix, Dwfl_Module *mod, uint64_t pc,
 	if (k == 0 || names[0] == NULL)
 		return false;
 	/* names[0] is the real function, names[k - 1] the innermost inlined one */
-	out->name = display_name(a, names[0]);
+	out->name = display_name(s, a, names[0]);
 	if (k > 1)
 	{
 		out->inlines = hp_alloc(a, (size_t) (k - 1) * sizeof(char *));
 		for (int i = 0; i < k - 1; i++)
-			out->inlines[i] = display_name(a, names[k - 1 - i] ? names[k - 1 - i] : "??");
+			out->inlines[i] = display_name(s, a, names[k - 1 - i] ? names[k - 1 - i] : "??");
 		out->ninlines = (uint32_t) (k - 1);
 	}
 	return true;
@@ -1116,7 +1137,7 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 		return;
 	if (sym)
 	{
-		out->name = display_name(a, sym->name);
+		out->name = display_name(s, a, sym->name);
 		return;
 	}
 	if (fde)

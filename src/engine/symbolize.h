@@ -42,12 +42,16 @@ extern void hp_symbolizer_free(hp_symbolizer *s);
 extern hp_status hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len);
 
 /*
- * Build-ids recorded in the dumped process at dump time (copied).  A module
- * whose file on disk has another build-id gets no names, only labels marked
- * "[build-id mismatch]".  Without them, files are still checked against the
- * maps' device and inode ("[replaced]") and "(deleted)" ("[deleted]").
+ * What the dumping process knew about itself at dump time (copied):
+ *  - build-ids of its objects: a module whose file on disk has another
+ *    build-id gets no names, only labels marked "[build-id mismatch]"
+ *    (without them, files are still checked against the maps' device and
+ *    inode, "[replaced]", and "(deleted)", "[deleted]");
+ *  - allocator_base, where the object defining mallctl is loaded (0 if
+ *    unknown): its frames are cut even when its file changed on disk.
  */
-extern hp_status hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n);
+extern hp_status hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n,
+									  uint64_t allocator_base);
 
 /* Name one address (already moved into its call instruction). */
 extern void hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out);

@@ -95,50 +95,71 @@ hp_take_dump(StringInfo out)
 	PG_END_TRY();
 }
 
+#define MAX_OBJECTS 1024
+
 typedef struct id_list
 {
 	hp_build_id *ids;
 	int			n;
-	int			cap;
 } id_list;
 
-/* dl_iterate_phdr callback: the GNU build-id note of one loaded object. */
+/* Is [addr, addr + len) inside one of the object's loaded segments? */
+static bool
+in_load_segment(const struct dl_phdr_info *info, ElfW(Addr) addr, size_t len)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++)
+	{
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && addr >= ph->p_vaddr &&
+			addr + len >= addr && addr + len <= ph->p_vaddr + ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * dl_iterate_phdr callback: the GNU build-id note of one loaded object.  It
+ * runs under the dynamic loader's lock, so it allocates nothing and cannot
+ * raise an error.
+ */
 static int
 add_build_id(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	id_list    *list = arg;
 
+	if (list->n >= MAX_OBJECTS)
+		return 1;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 	{
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		const char *p = (const char *) (info->dlpi_addr + ph->p_vaddr);
-		const char *end = p + ph->p_memsz;
+		const char *p;
+		const char *end;
 
-		if (ph->p_type != PT_NOTE)
+		if (ph->p_type != PT_NOTE || !in_load_segment(info, ph->p_vaddr, ph->p_memsz))
 			continue;
-		while (p + sizeof(ElfW(Nhdr)) <= end)
+		p = (const char *) (info->dlpi_addr + ph->p_vaddr);
+		end = p + ph->p_memsz;
+		while ((size_t) (end - p) >= sizeof(ElfW(Nhdr)))
 		{
 			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *) p;
+			size_t		namesz = ((size_t) nh->n_namesz + 3) & ~(size_t) 3;
+			size_t		descsz = ((size_t) nh->n_descsz + 3) & ~(size_t) 3;
 			const char *name = p + sizeof(*nh);
-			const char *desc = name + ((nh->n_namesz + 3) & ~3u);
+			const char *desc = name + namesz;
 
-			if (desc + nh->n_descsz > end)
+			if (namesz > (size_t) (end - name) || descsz > (size_t) (end - desc))
 				break;
 			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
 				memcmp(name, "GNU", 4) == 0 && nh->n_descsz <= sizeof(list->ids[0].id))
 			{
-				if (list->n == list->cap)
-				{
-					list->cap *= 2;
-					list->ids = repalloc(list->ids, list->cap * sizeof(hp_build_id));
-				}
 				list->ids[list->n].bias = info->dlpi_addr;
 				memcpy(list->ids[list->n].id, desc, nh->n_descsz);
 				list->ids[list->n].len = nh->n_descsz;
 				list->n++;
 				return 0;
 			}
-			p = desc + ((nh->n_descsz + 3) & ~3u);
+			p = desc + descsz;
 		}
 	}
 	return 0;
@@ -152,7 +173,7 @@ add_build_id(struct dl_phdr_info *info, size_t size, void *arg)
 hp_build_id *
 hp_loaded_build_ids(int *n)
 {
-	id_list		list = {palloc(16 * sizeof(hp_build_id)), 0, 16};
+	id_list		list = {palloc(MAX_OBJECTS * sizeof(hp_build_id)), 0};
 
 	dl_iterate_phdr(add_build_id, &list);
 	*n = list.n;

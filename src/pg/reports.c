@@ -12,12 +12,14 @@
 
 #include <math.h>
 
+#include "catalog/pg_collation_d.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "regex/regex.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
@@ -119,11 +121,58 @@ arg_fold(FunctionCallInfo fcinfo, int i, hp_options *o)
 		hp_fold_postgres(o);
 }
 
-/* A regular expression argument; NULL means no filter. */
-static const char *
-arg_regex(FunctionCallInfo fcinfo, int i)
+/*
+ * focus / ignore are matched with PostgreSQL's regular expressions (as the ~
+ * operator, in the C collation): unlike libc's, they check stack depth,
+ * bound their memory and can be cancelled, so no pattern can crash or hang
+ * the backend.
+ */
+#define REGEX_FLAGS (REG_ADVANCED | REG_NOSUB)
+
+static bool
+pg_match(void *pattern, const char *s)
 {
-	return PG_ARGISNULL(i) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(i));
+	return RE_compile_and_execute((text *) pattern, unconstify(char *, s), (int) strlen(s),
+								  REGEX_FLAGS, C_COLLATION_OID, 0, NULL);
+}
+
+static void
+pg_interrupt(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* A regular expression argument, compiled now so errors come early; NULL = none. */
+static text *
+arg_regex(FunctionCallInfo fcinfo, int i, const char *name, hp_options *o)
+{
+	text	   *pattern;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (PG_ARGISNULL(i))
+		return NULL;
+	pattern = PG_GETARG_TEXT_P_COPY(i);
+	PG_TRY();
+	{
+		RE_compile_and_cache(pattern, REGEX_FLAGS, C_COLLATION_OID);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		if (e->sqlerrcode != ERRCODE_INVALID_REGULAR_EXPRESSION)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_REGULAR_EXPRESSION),
+				 errmsg("invalid %s pattern: %s", name, e->message),
+				 errhint("%s takes a regular expression as the ~ operator does, matched against function names, source file:line and 16-digit addresses.", name)));
+	}
+	PG_END_TRY();
+	o->match = pg_match;
+	return pattern;
 }
 
 /* objects, focus, ignore: the options every report shares, at args 0..2 */
@@ -131,8 +180,9 @@ static void
 common_options(FunctionCallInfo fcinfo, int first, hp_options *o)
 {
 	o->measure = arg_bool(fcinfo, first, "objects") ? HP_INUSE_OBJECTS : HP_INUSE_SPACE;
-	o->focus = arg_regex(fcinfo, first + 1);
-	o->ignore = arg_regex(fcinfo, first + 2);
+	o->focus = arg_regex(fcinfo, first + 1, "focus", o);
+	o->ignore = arg_regex(fcinfo, first + 2, "ignore", o);
+	o->interrupt = pg_interrupt;
 	o->program = psprintf("postgres (pid %d)", MyProcPid);
 }
 
@@ -145,12 +195,6 @@ report_engine_error(hp_status rc, const char *err)
 {
 	switch (rc)
 	{
-		case HP_EREGEX:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_REGULAR_EXPRESSION),
-					 errmsg("%s", err),
-					 errhint("focus and ignore take POSIX extended regular expressions, matched against function names, source file:line and addresses.")));
-			break;
 		case HP_ENOMEM:
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -187,15 +231,15 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 		   size_t limit, emit_fn emit)
 {
 	StringInfoData dump;
-	hp_arena	arena;
+	/* behind a pointer that PG_TRY does not change: its contents survive a longjmp */
+	hp_arena   *arena = palloc(sizeof(hp_arena));
 	bool		was_active = true;
 	bool		switched;
-	volatile int64 held_before = 0;	/* set inside PG_TRY */
 
 	hp_require_profiling();
 	/* keep heapprof's own work, the symbolizer's caches above all, out of the profile */
 	switched = hpj_thread_active(false, &was_active) == 0;
-	hp_arena_init(&arena);
+	hp_arena_init(arena);
 	PG_TRY();
 	{
 		hp_result	r;
@@ -203,20 +247,24 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 		hp_status	rc;
 		hp_build_id *ids;
 		int			nids;
+		int64		before;
 
 		initStringInfo(&dump);
 		hp_take_dump(&dump);
 		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-		held_before = hpj_thread_net();
+		ids = hp_loaded_build_ids(&nids);
+
+		before = hpj_thread_net();
 		if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("could not start the elfutils symbolizer")));
-		ids = hp_loaded_build_ids(&nids);
-		if (hp_symbolizer_expect(symbolizer, ids, (size_t) nids) != HP_OK)
+		if (hp_symbolizer_expect(symbolizer, ids, (size_t) nids, hpj_library_base()) != HP_OK)
 			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-		rc = hp_analyze(&arena, symbolizer, dump.data, dump.len,
+		rc = hp_analyze(arena, symbolizer, dump.data, dump.len,
 						o, kind, limit, &r, err, sizeof(err));
+		/* what the analysis left allocated, but for its arena, is the symbolizer's */
+		symbolizer_bytes += hpj_thread_net() - before - (int64) arena->total;
 		if (rc != HP_OK)
 			report_engine_error(rc, err);
 		notice_if_empty(&r);
@@ -224,19 +272,48 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 	}
 	PG_FINALLY();
 	{
-		hp_arena_free(&arena);
+		hp_arena_free(arena);
 		if (switched)
 			hpj_thread_active(was_active, NULL);
 	}
 	PG_END_TRY();
+	pfree(arena);
 
-	/* rows live in the tuplestore (palloc), so the rest is the symbolizer's */
-	symbolizer_bytes += hpj_thread_net() - held_before;
 	if (symbolizer_bytes > (int64) hp_symbol_cache_limit_kb * 1024)
 		drop_symbolizer();
 }
 
 /* ---- emitting rows ---- */
+
+/*
+ * Text from ELF and DWARF (names, file names) in the database encoding:
+ * bytes that do not form a valid character become '?'.
+ */
+static text *
+safe_text(const char *s, size_t len)
+{
+	char	   *copy;
+	size_t		i = 0;
+
+	if (pg_verifymbstr(s, (int) len, true))
+		return cstring_to_text_with_len(s, (int) len);
+	copy = palloc(len + 1);
+	while (i < len)
+	{
+		int			n = pg_encoding_verifymbchar(GetDatabaseEncoding(), s + i, (int) (len - i));
+
+		if (n <= 0)
+		{
+			copy[i++] = '?';
+			continue;
+		}
+		memcpy(copy + i, s + i, n);
+		i += n;
+	}
+	return cstring_to_text_with_len(copy, (int) len);
+}
+
+#define SafeTextDatum(s) PointerGetDatum(safe_text((s), strlen(s)))
 
 static void
 emit_lines(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
@@ -249,7 +326,7 @@ emit_lines(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 	{
 		const char *nl = memchr(p, '\n', end - p);
 		size_t		len = nl ? (size_t) (nl - p) : (size_t) (end - p);
-		Datum		value = PointerGetDatum(cstring_to_text_with_len(p, (int) len));
+		Datum		value = PointerGetDatum(safe_text(p, len));
 		bool		isnull = false;
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
@@ -297,9 +374,9 @@ emit_top(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 		values[3] = pct_datum(row->running, total, &nulls[3]);
 		values[4] = Int64GetDatum(whole(row->cum));
 		values[5] = pct_datum(row->cum, total, &nulls[5]);
-		values[6] = CStringGetTextDatum(row->func->name);
+		values[6] = SafeTextDatum(row->func->name);
 		if (row->func->location)
-			values[7] = CStringGetTextDatum(row->func->location);
+			values[7] = SafeTextDatum(row->func->location);
 		else
 			nulls[7] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -326,7 +403,7 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 		n = 0;
 		for (uint32 j = 0; j < path->nframes; j++)
 			for (uint32 u = g->pc_first[path->frames[j]]; u < g->pc_first[path->frames[j] + 1]; u++)
-				frames[n++] = CStringGetTextDatum(g->funcs[g->pc_funcs[u]].name);
+				frames[n++] = SafeTextDatum(g->funcs[g->pc_funcs[u]].name);
 		values[0] = Int64GetDatum(whole(path->bytes));
 		values[1] = Int64GetDatum(whole(path->objs));
 		values[2] = PointerGetDatum(construct_array(frames, n, TEXTOID, -1, false, TYPALIGN_INT));
@@ -398,8 +475,9 @@ heapprof_stacks(PG_FUNCTION_ARGS)
 {
 	hp_options	o = HP_OPTIONS_DEFAULT;
 
-	o.focus = arg_regex(fcinfo, 0);
-	o.ignore = arg_regex(fcinfo, 1);
+	o.focus = arg_regex(fcinfo, 0, "focus", &o);
+	o.ignore = arg_regex(fcinfo, 1, "ignore", &o);
+	o.interrupt = pg_interrupt;
 	arg_fold(fcinfo, 2, &o);
 	run_report(fcinfo, &o, HP_REPORT_STACKS, SIZE_MAX, emit_stacks);
 	return (Datum) 0;
