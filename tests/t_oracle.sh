@@ -8,7 +8,8 @@
 #  - the Total line and dot header / legend, verbatim;
 #  - every row (but its running sum), node and edge of the program's own
 #    functions, verbatim;
-#  - the multiset of flat values over all rows, and of collapsed values.
+#  - the multiset of flat values over all rows, and of collapsed values;
+#  - the same for a later dump minus an earlier one (--base).
 # Names outside the program may differ on purpose: jeprof names static code
 # in stripped libraries after the nearest export (heapprof labels it
 # honestly) and treats inline frames per library.
@@ -18,11 +19,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # bracket expressions: the same pattern serves grep -E and awk
-funcs='leaf_alloc|alloc_big|mid|alloc_small_many|rec|sizes|grow|via_inline|inl_alloc|inl_alloc [(]inline[)]|inl_alloc[[]inline[]]|worker_alloc|thread_main|main'
+funcs='leaf_alloc|alloc_big|mid|alloc_small_many|rec|sizes|grow|leak_more|via_inline|inl_alloc|inl_alloc [(]inline[)]|inl_alloc[[]inline[]]|worker_alloc|thread_main|main'
 cc -g -O1 -fno-inline -fno-optimize-sibling-calls -fno-omit-frame-pointer -pthread \
 	tests/oracle/oracle.c -ljemalloc -o "$work/oracle"
 MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:0 "$work/oracle" "$work/exact.heap"
 MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:14 "$work/oracle" "$work/sampled.heap"
+# an earlier and a later dump of one process, for --base
+MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:0 "$work/oracle" "$work/before.heap" "$work/after.heap"
 
 fail() { echo "MISMATCH: $*" >&2; exit 1; }
 
@@ -53,8 +56,9 @@ own_suffix() {
 
 check_collapsed() {
 	local dump=$1 j h
-	j=$(jeprof_out --collapsed "$work/oracle" "$dump")
-	h=$(./heapprof-report --collapsed "$dump")
+	shift
+	j=$(jeprof_out --collapsed "$@" "$work/oracle" "$dump")
+	h=$(./heapprof-report --collapsed "$@" "$dump")
 	diff <(own_suffix <<<"$j") <(own_suffix <<<"$h") || fail "collapsed $dump"
 	grep -q '^_start;.*main;mid;alloc_big;leaf_alloc [0-9]' <<<"$h" || fail "collapsed chain $dump"
 }
@@ -95,4 +99,17 @@ for dump in "$work/exact.heap" "$work/sampled.heap"; do
 	min_edges=3
 	check_dot "$dump" --nodefraction=0.2 --edgefraction=0.05
 done
-echo "oracle: text, dot and collapsed agree with jeprof"
+# leak hunting: the later dump minus the earlier one
+dump=$work/after.heap
+min_rows=3
+check_text "$dump" --base="$work/before.heap" --show_bytes
+check_text "$dump" --base="$work/before.heap" --drop_negative
+check_collapsed "$dump" --base="$work/before.heap"
+min_edges=2
+check_dot "$dump" --base="$work/before.heap"
+# the growing stack leads; the freed one is negative
+./heapprof-report --collapsed --base="$work/before.heap" "$dump" | head -n1 | grep -q ';main;leak_more;leaf_alloc 1310720$' ||
+	fail "the growing stack is not the first of the diff"
+./heapprof-report --collapsed --base="$work/before.heap" "$dump" | grep -q ';main;alloc_small_many;leaf_alloc -1024000$' ||
+	fail "the freed stack is not negative"
+echo "oracle: text, dot and collapsed agree with jeprof, with and without --base"

@@ -28,6 +28,8 @@ usage(FILE *f)
 			"  --collapsed        folded stacks for flamegraph.pl\n"
 			"  --symbols          every distinct address: address, object, function\n\n"
 			"Options:\n"
+			"  --base=DUMP        subtract this earlier dump, per symbolized stack\n"
+			"  --drop_negative    with --base: count shrinking stacks as 0\n"
 			"  --inuse_objects    count objects instead of bytes\n"
 			"  --show_bytes       bytes instead of MB\n"
 			"  --focus=REGEX      only stacks with a matching frame (POSIX extended regex)\n"
@@ -116,6 +118,7 @@ elapsed_ms(const struct timespec *t0)
  */
 static void
 print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
+			const char *base, size_t base_len,
 			const hp_options *o, hp_report_kind kind, hp_result *r)
 {
 	hp_symbolizer *cold = hp_symbolizer_new();
@@ -127,13 +130,13 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	if (cold == NULL)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	hp_analyze(a, cold, dump, len, o, kind, SIZE_MAX, r, err, sizeof(err));
+	hp_analyze(a, cold, dump, len, base, base_len, o, kind, SIZE_MAX, r, err, sizeof(err));
 	cold_ms = elapsed_ms(&t0);
 	fprintf(stderr, "symbol indexes %.1f MB\n", hp_symbolizer_memory(cold) / 1048576.0);
 	hp_symbolizer_free(cold);
 	hp_arena_free(a);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	hp_analyze(a, s, dump, len, o, kind, SIZE_MAX, r, err, sizeof(err));
+	hp_analyze(a, s, dump, len, base, base_len, o, kind, SIZE_MAX, r, err, sizeof(err));
 	warm_ms = elapsed_ms(&t0);
 	fprintf(stderr, "stacks %zu, distinct addresses %zu, functions %zu\n"
 			"analysis cold %.1f ms, warm %.1f ms\n",
@@ -188,6 +191,8 @@ main(int argc, char **argv)
 		{"collapsed", no_argument, NULL, 'c'},
 		{"symbols", no_argument, NULL, 'y'},
 		{"inuse_objects", no_argument, NULL, 'o'},
+		{"base", required_argument, NULL, 'B'},
+		{"drop_negative", no_argument, NULL, 'D'},
 		{"show_bytes", no_argument, NULL, 'b'},
 		{"focus", required_argument, NULL, 'f'},
 		{"ignore", required_argument, NULL, 'i'},
@@ -204,6 +209,9 @@ main(int argc, char **argv)
 	hp_report_kind kind = HP_REPORT_TEXT;
 	bool		symbols = false;
 	const char *program = NULL;
+	const char *base_path = NULL;
+	char	   *base = NULL;
+	size_t		base_len = 0;
 	bool		stats = false;
 	int			c;
 	char	   *dump;
@@ -233,6 +241,12 @@ main(int argc, char **argv)
 				break;
 			case 'o':
 				o.measure = HP_INUSE_OBJECTS;
+				break;
+			case 'B':
+				base_path = optarg;
+				break;
+			case 'D':
+				o.drop_negative = true;
 				break;
 			case 'b':
 				o.show_bytes = true;
@@ -294,6 +308,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", argv[optind], strerror(errno));
 		return 1;
 	}
+	if (base_path && (base = read_file(base_path, &base_len)) == NULL)
+	{
+		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", base_path, strerror(errno));
+		free(dump);
+		return 1;
+	}
 	s = hp_symbolizer_new();
 	if (s == NULL)
 	{
@@ -302,9 +322,9 @@ main(int argc, char **argv)
 		return 1;
 	}
 	hp_arena_init(&arena);
-	rc = hp_analyze(&arena, s, dump, len, &o, kind, SIZE_MAX, &r, err, sizeof(err));
+	rc = hp_analyze(&arena, s, dump, len, base, base_len, &o, kind, SIZE_MAX, &r, err, sizeof(err));
 	if (stats && rc == HP_OK)
-		print_stats(&arena, s, dump, len, &o, kind, &r);
+		print_stats(&arena, s, dump, len, base, base_len, &o, kind, &r);
 	if (rc == HP_OK && symbols)
 		print_symbols(&r.graph);
 	else if (rc == HP_OK)
@@ -314,5 +334,6 @@ main(int argc, char **argv)
 	hp_arena_free(&arena);
 	hp_symbolizer_free(s);
 	free(dump);
+	free(base);
 	return rc == HP_OK ? 0 : 1;
 }

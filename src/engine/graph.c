@@ -1,5 +1,11 @@
 /*
  * graph.c -- from samples to functions and paths (see graph.h).
+ *
+ * Each profile (the current one, and a base to subtract) is symbolized with
+ * its own maps; its stacks lose the allocator's frames (jemalloc's, and
+ * folded ones), become paths of function names and are added with sign +1
+ * or -1.  Then the total is taken, focus / ignore applied, and every path
+ * reduced to flat (its leaf function) and cum (each function on it once).
  */
 #include "graph.h"
 
@@ -16,48 +22,28 @@ const char *const hp_postgres_allocator[] = {
 	NULL
 };
 
-static size_t
-intern_pc(hp_map *m, uint64_t pc)
+/* State shared by the profiles that make one graph. */
+typedef struct builder
 {
-	return hp_map_put(m, &pc, sizeof(pc), NULL);
-}
+	hp_arena   *a;
+	hp_graph   *g;
+	const hp_options *o;
+	hp_map		funcs;			/* name -> function index */
+	size_t		funcs_cap;
+	hp_map		paths;			/* function sequence -> path index */
+	size_t		paths_cap;
+} builder;
 
-/* Does any identity of this frame match?  jeprof tests pc, names and file:line. */
-static bool
-frame_matches(const hp_options *o, void *pattern, uint64_t pc, const hp_symbol *sym)
+/* One profile's distinct addresses and what they are. */
+typedef struct pc_table
 {
-	char		buf[32];
-	char		fileline[4096];
-
-	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long) pc);
-	if (o->match(pattern, buf) || o->match(pattern, sym->name))
-		return true;
-	for (uint32_t k = 0; k < sym->ninlines; k++)
-		if (o->match(pattern, sym->inlines[k]))
-			return true;
-	if (sym->file)
-	{
-		snprintf(fileline, sizeof(fileline), "%s:%d", sym->file, sym->line);
-		return o->match(pattern, fileline);
-	}
-	return false;
-}
-
-/* Per distinct pc: 1 = focus matches, 2 = ignore matches. */
-static uint8_t *
-match_flags(hp_arena *a, const hp_graph *g, const hp_options *o)
-{
-	uint8_t    *flags = hp_alloc(a, g->npcs ? g->npcs : 1);
-
-	for (size_t i = 0; i < g->npcs; i++)
-	{
-		if (o->focus && frame_matches(o, o->focus, g->pcs[i], &g->syms[i]))
-			flags[i] |= 1;
-		if (o->ignore && frame_matches(o, o->ignore, g->pcs[i], &g->syms[i]))
-			flags[i] |= 2;
-	}
-	return flags;
-}
+	hp_map		map;			/* address -> index */
+	hp_symbol  *syms;
+	uint32_t   *first;			/* functions of pc i: funcs[first[i] .. first[i + 1]) */
+	uint32_t   *funcs;
+	bool	   *cut;			/* allocator or folded frame */
+	uint8_t    *match;			/* 1: matches focus; 2: matches ignore */
+} pc_table;
 
 static void
 poll_interrupt(const hp_options *o, size_t i)
@@ -66,17 +52,17 @@ poll_interrupt(const hp_options *o, size_t i)
 		o->interrupt();
 }
 
-/* Function index of name, added (with location) when new. */
+/* Function index of name, added (with a location) when new. */
 static uint32_t
-intern_func(hp_arena *a, hp_map *funcs, size_t *cap, hp_graph *g,
-			const char *name, const hp_symbol *sym)
+intern_func(builder *b, const char *name, const hp_symbol *sym)
 {
+	hp_graph   *g = b->g;
 	bool		added;
-	size_t		f = hp_map_put(funcs, name, strlen(name), &added);
+	size_t		f = hp_map_put(&b->funcs, name, strlen(name), &added);
 
 	if (added)
 	{
-		HP_RESERVE(a, g->funcs, *cap, f);
+		HP_RESERVE(b->a, g->funcs, b->funcs_cap, f);
 		g->funcs[f].name = name;
 		g->nfuncs = f + 1;
 	}
@@ -85,52 +71,9 @@ intern_func(hp_arena *a, hp_map *funcs, size_t *cap, hp_graph *g,
 		char		buf[4096];
 
 		snprintf(buf, sizeof(buf), "%s:%d", sym->file, sym->line);
-		g->funcs[f].location = hp_strdup(a, buf);
+		g->funcs[f].location = hp_strdup(b->a, buf);
 	}
 	return (uint32_t) f;
-}
-
-static void
-symbolize_all(hp_arena *a, hp_symbolizer *s, const hp_options *o, hp_graph *g)
-{
-	hp_map		funcs;
-	size_t		cap = 0;
-	size_t		nout = 0;
-	size_t		outcap = 0;
-
-	g->syms = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(*g->syms));
-	g->pc_first = hp_alloc(a, (g->npcs + 1) * sizeof(uint32_t));
-	hp_map_init(&funcs, a);
-	for (size_t i = 0; i < g->npcs; i++)
-	{
-		hp_symbol  *sym = &g->syms[i];
-
-		poll_interrupt(o, i);
-		hp_symbolize(s, g->pcs[i], a, sym);
-		g->pc_first[i] = (uint32_t) nout;
-		for (uint32_t k = 0; k <= sym->ninlines; k++)
-		{
-			const char *name = sym->name;
-
-			if (k < sym->ninlines)
-			{
-				size_t		len = strlen(sym->inlines[k]);
-				char	   *n = hp_alloc(a, len + sizeof(HP_INLINE_SUFFIX));
-
-				memcpy(n, sym->inlines[k], len);
-				memcpy(n + len, HP_INLINE_SUFFIX, sizeof(HP_INLINE_SUFFIX));
-				name = n;
-			}
-			HP_RESERVE(a, g->pc_funcs, outcap, nout);
-			g->pc_funcs[nout++] = intern_func(a, &funcs, &cap, g, name, sym);
-		}
-	}
-	g->pc_first[g->npcs] = (uint32_t) nout;
-	/* without a source line, a function is located by its object */
-	for (size_t i = 0; i < g->npcs; i++)
-		for (uint32_t u = g->pc_first[i]; u < g->pc_first[i + 1]; u++)
-			if (g->funcs[g->pc_funcs[u]].location == NULL)
-				g->funcs[g->pc_funcs[u]].location = g->syms[i].object;
 }
 
 static bool
@@ -157,72 +100,148 @@ folded(const hp_options *o, const hp_symbol *sym)
 	return false;
 }
 
-/* Cut the allocator's frames and merge stacks that become identical. */
-static void
-build_paths(hp_arena *a, const hp_profile *p, hp_map *pcmap, hp_graph *g,
-			const hp_options *o)
+/* Does any identity of this frame match?  jeprof tests pc, names and file:line. */
+static bool
+frame_matches(const hp_options *o, void *pattern, uint64_t pc, const hp_symbol *sym)
 {
-	hp_map		paths;
-	size_t		cap = 0;
-	uint32_t   *frames = NULL;
-	size_t		fcap = 0;
+	char		buf[32];
+	char		fileline[4096];
 
-	hp_map_init(&paths, a);
+	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long) pc);
+	if (o->match(pattern, buf) || o->match(pattern, sym->name))
+		return true;
+	for (uint32_t k = 0; k < sym->ninlines; k++)
+		if (o->match(pattern, sym->inlines[k]))
+			return true;
+	if (sym->file)
+	{
+		snprintf(fileline, sizeof(fileline), "%s:%d", sym->file, sym->line);
+		return o->match(pattern, fileline);
+	}
+	return false;
+}
+
+/* Name every distinct address of p, with its functions, cut and match flags. */
+static void
+symbolize_pcs(builder *b, const hp_profile *p, hp_symbolizer *s, pc_table *t)
+{
+	hp_arena   *a = b->a;
+	const hp_options *o = b->o;
+	size_t		n;
+	size_t		nout = 0;
+	size_t		outcap = 0;
+
+	hp_map_init(&t->map, a);
+	for (size_t i = 0; i < p->nsamples; i++)
+		for (uint32_t j = 0; j < p->samples[i].npcs; j++)
+			hp_map_put(&t->map, &p->samples[i].pcs[j], sizeof(uint64_t), NULL);
+	n = t->map.count;
+	t->syms = hp_alloc(a, (n ? n : 1) * sizeof(*t->syms));
+	t->first = hp_alloc(a, (n + 1) * sizeof(uint32_t));
+	t->cut = hp_alloc(a, (n ? n : 1) * sizeof(bool));
+	t->match = hp_alloc(a, (n ? n : 1) * sizeof(uint8_t));
+	for (size_t i = 0; i < n; i++)
+	{
+		hp_symbol  *sym = &t->syms[i];
+		uint64_t	pc;
+
+		memcpy(&pc, t->map.keys[i].key, sizeof(pc));
+		poll_interrupt(o, i);
+		hp_symbolize(s, pc, a, sym);
+		t->first[i] = (uint32_t) nout;
+		for (uint32_t k = 0; k <= sym->ninlines; k++)
+		{
+			const char *name = sym->name;
+
+			if (k < sym->ninlines)
+			{
+				size_t		len = strlen(sym->inlines[k]);
+				char	   *nm = hp_alloc(a, len + sizeof(HP_INLINE_SUFFIX));
+
+				memcpy(nm, sym->inlines[k], len);
+				memcpy(nm + len, HP_INLINE_SUFFIX, sizeof(HP_INLINE_SUFFIX));
+				name = nm;
+			}
+			HP_RESERVE(a, t->funcs, outcap, nout);
+			t->funcs[nout++] = intern_func(b, name, sym);
+		}
+		t->cut[i] = sym->allocator || folded(o, sym);
+		if (o->focus && o->match && frame_matches(o, o->focus, pc, sym))
+			t->match[i] |= 1;
+		if (o->ignore && o->match && frame_matches(o, o->ignore, pc, sym))
+			t->match[i] |= 2;
+	}
+	t->first[n] = (uint32_t) nout;
+	/* without a source line, a function is located by its object */
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t u = t->first[i]; u < t->first[i + 1]; u++)
+			if (b->g->funcs[t->funcs[u]].location == NULL)
+				b->g->funcs[t->funcs[u]].location = t->syms[i].object;
+}
+
+/*
+ * Add p's stacks with the given sign: cut everything leafward of the
+ * rootmost allocator or folded frame, expand the rest into functions and
+ * sum by function sequence.
+ */
+static void
+add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
+{
+	hp_arena   *a = b->a;
+	hp_graph   *g = b->g;
+	uint32_t   *seq = NULL;
+	size_t		cap = 0;
+
 	for (size_t i = 0; i < p->nsamples; i++)
 	{
 		const hp_sample *smp = &p->samples[i];
 		size_t		keep = 0;
 		size_t		n = 0;
+		uint8_t		match = 0;
 		size_t		k;
 		bool		added;
 
-		poll_interrupt(o, i);
-		for (size_t j = 0; j < smp->npcs; j++)
-		{
-			size_t		pi = hp_map_get(pcmap, &smp->pcs[j], sizeof(uint64_t));
-
-			HP_RESERVE(a, frames, fcap, n);
-			frames[n++] = (uint32_t) pi;
-			/* the rootmost allocator (or folded) frame ends the allocator's part */
-			if (g->pc_cut[pi])
+		poll_interrupt(b->o, i);
+		for (uint32_t j = 0; j < smp->npcs; j++)
+			if (t->cut[hp_map_get(&t->map, &smp->pcs[j], sizeof(uint64_t))])
 				keep = j + 1;
+		for (uint32_t j = (uint32_t) keep; j < smp->npcs; j++)
+		{
+			size_t		pi = hp_map_get(&t->map, &smp->pcs[j], sizeof(uint64_t));
+
+			match |= t->match[pi];
+			if (HP_KERNEL_PC(smp->pcs[j]))
+				continue;
+			for (uint32_t u = t->first[pi]; u < t->first[pi + 1]; u++)
+			{
+				HP_RESERVE(a, seq, cap, n);
+				seq[n++] = t->funcs[u];
+			}
 		}
-		k = hp_map_put(&paths, frames + keep, (n - keep) * sizeof(uint32_t), &added);
+		if (n > UINT32_MAX)
+			longjmp(a->oom, 1);
+		k = hp_map_put(&b->paths, seq, n * sizeof(uint32_t), &added);
 		if (added)
 		{
-			HP_RESERVE(a, g->paths, cap, k);
-			g->paths[k].frames = hp_alloc(a, (n - keep + 1) * sizeof(uint32_t));
-			memcpy(g->paths[k].frames, frames + keep, (n - keep) * sizeof(uint32_t));
-			g->paths[k].nframes = (uint32_t) (n - keep);
+			HP_RESERVE(a, g->paths, b->paths_cap, k);
+			g->paths[k].frames = hp_alloc(a, (n + 1) * sizeof(uint32_t));
+			memcpy(g->paths[k].frames, seq, n * sizeof(uint32_t));
+			g->paths[k].nframes = (uint32_t) n;
 			g->npaths = k + 1;
 		}
-		g->paths[k].bytes += smp->bytes;
-		g->paths[k].objs += smp->objs;
+		g->paths[k].match |= match;
+		g->paths[k].bytes += sign * smp->bytes;
+		g->paths[k].objs += sign * smp->objs;
 	}
-	for (size_t k = 0; k < g->npaths; k++)
-		g->paths[k].value = o->measure == HP_INUSE_OBJECTS ? g->paths[k].objs : g->paths[k].bytes;
 }
 
+/* Symbolize p with its own maps and add its stacks. */
 static void
-filter_paths(hp_graph *g, const uint8_t *flags, bool focus, bool ignore)
+add_profile(builder *b, const hp_profile *p, hp_symbolizer *s, double sign, pc_table *t)
 {
-	size_t		kept = 0;
-
-	for (size_t k = 0; k < g->npaths; k++)
-	{
-		const hp_path *path = &g->paths[k];
-		bool		focused = !focus;
-		bool		ignored = false;
-
-		for (uint32_t j = 0; j < path->nframes; j++)
-		{
-			focused |= (flags[path->frames[j]] & 1) != 0;
-			ignored |= (flags[path->frames[j]] & 2) != 0;
-		}
-		if (focused && !ignored)
-			g->paths[kept++] = *path;
-	}
-	g->npaths = kept;
+	hp_symbolizer_sync(s, p->maps, p->maps_len);
+	symbolize_pcs(b, p, s, t);
+	add_stacks(b, p, t, sign);
 }
 
 /* flat to the leaf function, cum once to every function on the path */
@@ -235,65 +254,80 @@ reduce(hp_arena *a, hp_graph *g)
 	for (size_t k = 0; k < g->npaths; k++)
 	{
 		const hp_path *path = &g->paths[k];
-		bool		first = true;
 
 		for (uint32_t j = 0; j < path->nframes; j++)
 		{
-			uint32_t	pi = path->frames[j];
+			uint32_t	f = path->frames[j];
 
-			if (HP_KERNEL_PC(g->pcs[pi]))
+			if (stamp[f] == k + 1)
 				continue;
-			for (uint32_t u = g->pc_first[pi]; u < g->pc_first[pi + 1]; u++)
+			stamp[f] = (uint32_t) (k + 1);
+			if (j == 0)
 			{
-				uint32_t	f = g->pc_funcs[u];
-
-				if (stamp[f] == k + 1)
-					continue;
-				stamp[f] = (uint32_t) (k + 1);
-				if (first)
-				{
-					g->funcs[f].flat += path->value;
-					g->local_total += path->value;
-					first = false;
-				}
-				g->funcs[f].cum += path->value;
-				g->funcs[f].seen = true;
+				g->funcs[f].flat += path->value;
+				g->local_total += path->value;
 			}
+			g->funcs[f].cum += path->value;
+			g->funcs[f].seen = true;
 		}
 	}
 }
 
 hp_status
-hp_build_graph(hp_arena *a, const hp_profile *p, hp_symbolizer *s,
-			   const hp_options *o, hp_graph *g, char *err, size_t errlen)
+hp_build_graph(hp_arena *a, const hp_profile *p, const hp_profile *base,
+			   hp_symbolizer *s, const hp_options *o, hp_graph *g,
+			   char *err, size_t errlen)
 {
-	hp_map		pcmap;
+	builder		b;
+	pc_table	cur;
+	pc_table	old;
+	size_t		kept = 0;
 
 	memset(g, 0, sizeof(*g));
-	if (p->nsamples > UINT32_MAX - 1)
+	memset(&b, 0, sizeof(b));
+	b.a = a;
+	b.g = g;
+	b.o = o;
+	if (p->nsamples > UINT32_MAX - 1 || (base && base->nsamples > UINT32_MAX - 1))
 	{
 		snprintf(err, errlen, "too many stacks in the heap profile");
 		return HP_EFORMAT;
 	}
-	hp_map_init(&pcmap, a);
-	for (size_t i = 0; i < p->nsamples; i++)
-	{
-		g->total += o->measure == HP_INUSE_OBJECTS ? p->samples[i].objs : p->samples[i].bytes;
-		for (uint32_t j = 0; j < p->samples[i].npcs; j++)
-			intern_pc(&pcmap, p->samples[i].pcs[j]);
-	}
-	g->npcs = pcmap.count;
+	hp_map_init(&b.funcs, a);
+	hp_map_init(&b.paths, a);
+
+	/* the current profile first: its modules get the identity checks */
+	add_profile(&b, p, s, 1, &cur);
+	g->npcs = cur.map.count;
 	g->pcs = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < g->npcs; i++)
-		memcpy(&g->pcs[i], pcmap.keys[i].key, sizeof(uint64_t));
+		memcpy(&g->pcs[i], cur.map.keys[i].key, sizeof(uint64_t));
+	g->syms = cur.syms;
+	g->pc_first = cur.first;
+	g->pc_funcs = cur.funcs;
+	if (base)
+		add_profile(&b, base, s, -1, &old);
 
-	symbolize_all(a, s, o, g);
-	g->pc_cut = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(bool));
-	for (size_t i = 0; i < g->npcs; i++)
-		g->pc_cut[i] = g->syms[i].allocator || folded(o, &g->syms[i]);
-	build_paths(a, p, &pcmap, g, o);
-	if ((o->focus || o->ignore) && o->match)
-		filter_paths(g, match_flags(a, g, o), o->focus != NULL, o->ignore != NULL);
+	for (size_t k = 0; k < g->npaths; k++)
+	{
+		hp_path    *path = &g->paths[k];
+
+		if (o->drop_negative && path->bytes < 0)
+			path->bytes = 0;
+		if (o->drop_negative && path->objs < 0)
+			path->objs = 0;
+		path->value = o->measure == HP_INUSE_OBJECTS ? path->objs : path->bytes;
+		g->total += path->value;
+	}
+	for (size_t k = 0; k < g->npaths; k++)
+	{
+		const hp_path *path = &g->paths[k];
+
+		if ((o->focus && !(path->match & 1)) || (o->ignore && (path->match & 2)))
+			continue;
+		g->paths[kept++] = *path;
+	}
+	g->npaths = kept;
 	reduce(a, g);
 	return HP_OK;
 }

@@ -38,6 +38,9 @@ typedef struct hp_options
 
 	/* Polled in long loops; may longjmp out (a backend's CHECK_FOR_INTERRUPTS). */
 	void		(*interrupt) (void);
+
+	/* with a base profile: negative differences count as 0 (jeprof's --drop_negative) */
+	bool		drop_negative;
 	int			nodecount;
 	double		nodefraction;
 	double		edgefraction;
@@ -55,7 +58,7 @@ typedef struct hp_options
 	size_t		nfold_starts;
 } hp_options;
 
-#define HP_OPTIONS_DEFAULT {HP_INUSE_SPACE, false, NULL, NULL, NULL, NULL, 80, 0.005, 0.001, "heap", NULL, NULL, 0}
+#define HP_OPTIONS_DEFAULT {HP_INUSE_SPACE, false, NULL, NULL, NULL, NULL, false, 80, 0.005, 0.001, "heap", NULL, NULL, 0}
 
 /* PostgreSQL's memory-context entry points: every palloc-family call enters here. */
 extern const char *const hp_postgres_allocator[];
@@ -69,10 +72,18 @@ typedef struct hp_func
 	bool		seen;			/* on some path after cutting and filtering */
 } hp_func;
 
+/*
+ * A call path after the allocator's frames are cut: the functions on it,
+ * leaf first, with functions inlined at an address before the function they
+ * are inlined into.  Stacks with the same functions are one path, so a
+ * profile minus a base is taken per symbolized stack: a base from another
+ * process, with other addresses, still compares.
+ */
 typedef struct hp_path
 {
-	uint32_t   *frames;			/* distinct-pc indexes, leaf first */
+	uint32_t   *frames;			/* function indexes */
 	uint32_t	nframes;
+	uint8_t		match;			/* 1: a frame matches focus; 2: one matches ignore */
 	double		bytes;
 	double		objs;
 	double		value;			/* bytes or objs, as measured */
@@ -80,28 +91,28 @@ typedef struct hp_path
 
 typedef struct hp_graph
 {
-	double		total;			/* every stack, before cutting (jeprof's Total) */
+	double		total;			/* every path, before focus / ignore (jeprof's Total) */
 	double		local_total;	/* sum of flat: what the report focuses on */
-	uint64_t   *pcs;			/* distinct addresses */
-	hp_symbol  *syms;
-	bool	   *pc_cut;			/* allocator or folded frame */
-
-	/*
-	 * The functions at pc i are pc_funcs[pc_first[i] .. pc_first[i + 1]):
-	 * functions inlined there first (innermost first, named "f (inline)" as
-	 * jeprof does), the real function last.
-	 */
-	uint32_t   *pc_first;
-	uint32_t   *pc_funcs;
-	size_t		npcs;
 	hp_func    *funcs;
 	size_t		nfuncs;
 	hp_path    *paths;
 	size_t		npaths;
+
+	/*
+	 * The profile's distinct addresses (not the base's): the functions at
+	 * pcs[i] are pc_funcs[pc_first[i] .. pc_first[i + 1]), inlined ones
+	 * first ("f (inline)", as jeprof names them), the real function last.
+	 */
+	uint64_t   *pcs;
+	hp_symbol  *syms;
+	uint32_t   *pc_first;
+	uint32_t   *pc_funcs;
+	size_t		npcs;
 } hp_graph;
 
-extern hp_status hp_build_graph(hp_arena *a, const hp_profile *p, hp_symbolizer *s,
-								const hp_options *o, hp_graph *g,
+/* base may be NULL; with one, every value is profile minus base per path. */
+extern hp_status hp_build_graph(hp_arena *a, const hp_profile *p, const hp_profile *base,
+								hp_symbolizer *s, const hp_options *o, hp_graph *g,
 								char *err, size_t errlen);
 
 #define HP_INLINE_SUFFIX " (inline)"

@@ -251,34 +251,25 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 	for (size_t k = 0; k < g->npaths; k++)
 	{
 		const hp_path *path = &g->paths[k];
-		uint32_t	callee = 0;
 
-		for (uint32_t j = 0; j < path->nframes; j++)
+		for (uint32_t j = 1; j < path->nframes; j++)
 		{
-			uint32_t	pi = path->frames[j];
+			uint32_t	callee = node_of[path->frames[j - 1]];
+			uint32_t	node = node_of[path->frames[j]];
+			uint32_t	key[2] = {node, callee};
+			bool		added;
+			size_t		e;
 
-			if (HP_KERNEL_PC(g->pcs[pi]))
+			if (callee == 0 || node == 0)
 				continue;
-			for (uint32_t u = g->pc_first[pi]; u < g->pc_first[pi + 1]; u++)
+			e = hp_map_put(&edges, key, sizeof(key), &added);
+			if (added)
 			{
-				uint32_t	node = node_of[g->pc_funcs[u]];
-
-				if (callee && node)
-				{
-					uint32_t	key[2] = {node, callee};
-					bool		added;
-					size_t		e = hp_map_put(&edges, key, sizeof(key), &added);
-
-					if (added)
-					{
-						HP_RESERVE(a, ev, ecap, e);
-						ev[e] = (edge) {node, callee, 0,
-						strstr(nodes[callee - 1]->name, "(inline)") != NULL};
-					}
-					ev[e].value += path->value;
-				}
-				callee = node;
+				HP_RESERVE(a, ev, ecap, e);
+				ev[e] = (edge) {node, callee, 0,
+				strstr(nodes[callee - 1]->name, "(inline)") != NULL};
 			}
+			ev[e].value += path->value;
 		}
 	}
 	if (edges.count)
@@ -333,28 +324,20 @@ hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out)
 	{
 		const hp_path *path = order[k];
 
-		bool		first = true;
-
-		/* root to leaf; at each pc the real function, then what is inlined into it */
+		/* root to leaf */
 		for (uint32_t j = path->nframes; j-- > 0;)
 		{
-			uint32_t	pi = path->frames[j];
+			const char *name = g->funcs[path->frames[j]].name;
+			size_t		len = strlen(name);
+			size_t		slen = strlen(HP_INLINE_SUFFIX);
+			bool		inl = len > slen && strcmp(name + len - slen, HP_INLINE_SUFFIX) == 0;
 
-			for (uint32_t u = g->pc_first[pi + 1]; u-- > g->pc_first[pi];)
-			{
-				const char *name = g->funcs[g->pc_funcs[u]].name;
-				size_t		len = strlen(name);
-				size_t		slen = strlen(HP_INLINE_SUFFIX);
-				bool		inl = len > slen && strcmp(name + len - slen, HP_INLINE_SUFFIX) == 0;
-
-				if (!first)
-					hp_buf_append(out, ";", 1);
-				first = false;
-				/* flamegraph.pl convention, as jeprof: "f[inline]" */
-				hp_buf_append(out, name, inl ? len - slen : len);
-				if (inl)
-					hp_buf_append(out, "[inline]", 8);
-			}
+			/* flamegraph.pl convention, as jeprof: "f[inline]" */
+			hp_buf_append(out, name, inl ? len - slen : len);
+			if (inl)
+				hp_buf_append(out, "[inline]", 8);
+			if (j > 0)
+				hp_buf_append(out, ";", 1);
 		}
 		hp_buf_printf(out, " %lld\n", truncated(path->value));
 	}

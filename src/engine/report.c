@@ -8,10 +8,12 @@
 
 hp_status
 hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
+		   const char *base, size_t base_len,
 		   const hp_options *o, hp_report_kind kind, size_t limit,
 		   hp_result *r, char *err, size_t errlen)
 {
 	hp_status	rc;
+	hp_profile	old;
 
 	memset(r, 0, sizeof(*r));
 	if (setjmp(a->oom) != 0)
@@ -25,13 +27,19 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	if (rc != HP_OK)
 		return rc;
 	hp_unsample(&r->profile);
-	rc = hp_symbolizer_sync(s, r->profile.maps, r->profile.maps_len);
-	if (rc != HP_OK)
+	if (base)
 	{
-		snprintf(err, errlen, "could not read the memory map of the heap profile");
-		return rc;
+		char		berr[256];
+
+		rc = hp_parse(a, base, base_len, &old, berr, sizeof(berr));
+		if (rc != HP_OK)
+		{
+			snprintf(err, errlen, "base profile: %s", berr);
+			return rc;
+		}
+		hp_unsample(&old);
 	}
-	rc = hp_build_graph(a, &r->profile, s, o, &r->graph, err, errlen);
+	rc = hp_build_graph(a, &r->profile, base ? &old : NULL, s, o, &r->graph, err, errlen);
 	if (rc != HP_OK)
 		return rc;
 

@@ -26,8 +26,10 @@ typedef struct hp_result
 	size_t		nrows;
 } hp_result;
 
+/* base (NULL if none) is subtracted per symbolized stack; see graph.h. */
 extern hp_status hp_analyze(hp_arena *a, hp_symbolizer *s,
 							const char *dump, size_t len,
+							const char *base, size_t base_len,
 							const hp_options *o, hp_report_kind kind, size_t limit,
 							hp_result *r, char *err, size_t errlen);
 

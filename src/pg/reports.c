@@ -261,7 +261,7 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 					 errmsg("could not start the elfutils symbolizer")));
 		if (hp_symbolizer_expect(symbolizer, ids, (size_t) nids, hpj_library_base()) != HP_OK)
 			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-		rc = hp_analyze(arena, symbolizer, dump.data, dump.len,
+		rc = hp_analyze(arena, symbolizer, dump.data, dump.len, NULL, 0,
 						o, kind, limit, &r, err, sizeof(err));
 		/* what the analysis left allocated, but for its arena, is the symbolizer's */
 		symbolizer_bytes += hpj_thread_net() - before - (int64) arena->total;
@@ -392,21 +392,15 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 	for (size_t k = 0; k < g->npaths; k++)
 	{
 		const hp_path *path = &g->paths[k];
-		Datum	   *frames;
-		int			n = 0;
+		Datum	   *frames = palloc(sizeof(Datum) * (path->nframes + 1));
 		Datum		values[3];
 		bool		nulls[3] = {0};
 
 		for (uint32 j = 0; j < path->nframes; j++)
-			n += g->pc_first[path->frames[j] + 1] - g->pc_first[path->frames[j]];
-		frames = palloc(sizeof(Datum) * (n + 1));
-		n = 0;
-		for (uint32 j = 0; j < path->nframes; j++)
-			for (uint32 u = g->pc_first[path->frames[j]]; u < g->pc_first[path->frames[j] + 1]; u++)
-				frames[n++] = SafeTextDatum(g->funcs[g->pc_funcs[u]].name);
+			frames[j] = SafeTextDatum(g->funcs[path->frames[j]].name);
 		values[0] = Int64GetDatum(whole(path->bytes));
 		values[1] = Int64GetDatum(whole(path->objs));
-		values[2] = PointerGetDatum(construct_array(frames, n, TEXTOID, -1, false, TYPALIGN_INT));
+		values[2] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		pfree(frames);
 	}

@@ -5,7 +5,9 @@
  * full symbols and its numbers are the reference heapprof must reproduce.
  * Chains: a plain three-level chain, many small objects, recursion, several
  * threads, a spread of sizes, calloc, realloc and an inlined function.  Memory stays live until
- * the dump.  Usage: oracle DUMPFILE
+ * the dump.  With a second file, a later dump follows in which the small
+ * objects were freed and leak_more has grown (for --base).
+ * Usage: oracle DUMPFILE [LATER_DUMPFILE]
  */
 #include <jemalloc/jemalloc.h>
 #include <pthread.h>
@@ -97,6 +99,14 @@ via_inline(void)
 	hold(inl_alloc(200000));
 }
 
+/* second phase: grows after the first dump */
+void
+leak_more(void)
+{
+	for (int i = 0; i < 5; i++)
+		hold(leaf_alloc(256 << 10));
+}
+
 void *
 worker_alloc(long id)
 {
@@ -118,14 +128,18 @@ main(int argc, char **argv)
 {
 	pthread_t	t[NTHREADS];
 	const char *path;
+	int			small_first;
+	int			small_end;
 
-	if (argc != 2)
+	if (argc != 2 && argc != 3)
 	{
-		fprintf(stderr, "usage: oracle DUMPFILE\n");
+		fprintf(stderr, "usage: oracle DUMPFILE [LATER_DUMPFILE]\n");
 		return 2;
 	}
 	mid();
+	small_first = nkeep;
 	alloc_small_many();
+	small_end = nkeep;
 	rec(3);
 	sizes();
 	grow();
@@ -141,6 +155,16 @@ main(int argc, char **argv)
 	{
 		fprintf(stderr, "oracle: prof.dump failed\n");
 		return 1;
+	}
+	if (argc == 3)
+	{
+		/* later: the small objects are freed, leak_more has grown */
+		for (int i = small_first; i < small_end; i++)
+			free(keep[i]);
+		leak_more();
+		path = argv[2];
+		if (mallctl("prof.dump", NULL, NULL, &path, sizeof(path)) != 0)
+			return 1;
 	}
 	return 0;
 }
