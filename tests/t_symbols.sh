@@ -9,8 +9,9 @@
 #    build), never a neighbour's name;
 #  - the stripped copy with a separate debug file (.gnu_debuglink): true
 #    names, file:line and the inline chain are back;
-#  - a library replaced on disk after the dump, and one deleted before it:
-#    its frames are flagged, not named;
+#  - a library replaced on disk after the dump (renamed over, or rewritten
+#    in place with build-ids recorded in the profile), and one deleted
+#    before it: its frames are flagged, not named;
 #  - a library whose symbol names lie outside its string table: no crash.
 set -euo pipefail
 cd "$HP_TOP"
@@ -57,6 +58,20 @@ mv "$w/libtlib.so.new" "$w/libtlib.so"
 grep -qE ';main;libtlib\.so\+0x[0-9a-f]+ \[replaced\];libtlib\.so\+0x[0-9a-f]+ \[replaced\] 3145728$' "$w/replaced.txt" ||
 	{ cat "$w/replaced.txt"; fail "replaced library not flagged"; }
 ! grep -qE 'tlib_entry|lib_static_alloc|tlib_padding' "$w/replaced.txt" || fail "replaced library named"
+
+# 3b. rewritten in place (same inode): only build-ids recorded with the
+#     dump (as heapprof does) can tell
+cc $cflags -fPIC -shared $src/tlib.c -o "$w/libtlib.so"
+"$w/tprog" "$w/inplace.heap"
+bias=$(awk -v p="$w/libtlib.so" '$6 == p && $3 == "00000000" {split($1, r, "-"); print r[1]; exit}' "$w/inplace.heap")
+id=$(readelf -n "$w/libtlib.so" | awk '/Build ID/ {print $3}')
+{ echo "%heapprof-build-id $bias $id"; cat "$w/inplace.heap"; } > "$w/inplace-id.heap"
+"$report" --collapsed "$w/inplace-id.heap" | grep -q ';main;tlib_entry;lib_static_alloc 3145728$' || fail "matching build-id"
+cc $cflags -DVERSION2 -fPIC -shared $src/tlib.c -o "$w/libtlib.v2"
+cat "$w/libtlib.v2" > "$w/libtlib.so"
+"$report" --collapsed "$w/inplace-id.heap" > "$w/inplace.txt"
+grep -qE ';main;libtlib\.so\+0x[0-9a-f]+ \[build-id mismatch\];libtlib\.so\+0x[0-9a-f]+ \[build-id mismatch\] 3145728$' "$w/inplace.txt" ||
+	{ cat "$w/inplace.txt"; fail "library rewritten in place not flagged"; }
 
 # 4. library deleted before the dump
 cp "$w/libtlib.so" "$w/libtlib.keep"

@@ -240,6 +240,7 @@ static void
 add_profile(builder *b, const hp_profile *p, hp_symbolizer *s, double sign, pc_table *t)
 {
 	hp_symbolizer_sync(s, p->maps, p->maps_len);
+	hp_symbolizer_expect(s, p->ids, p->nids, p->allocator_base);
 	symbolize_pcs(b, p, s, t);
 	add_stacks(b, p, t, sign);
 }

@@ -2,7 +2,8 @@
  * parse.c -- read a jemalloc heap_v2 dump.
  *
  * The grammar follows jeprof's ReadThreadedHeapProfile exactly, because
- * jeprof is the reference for every number: a "heap_v2/R" header, "@ pc..."
+ * jeprof is the reference for every number: "%" comment lines first (where
+ * heapprof keeps a stored profile's metadata), a "heap_v2/R" header, "@ pc..."
  * stack lines, "t*: n: s [n2: s2]" count lines (per-thread "tN:" lines and
  * lines jeprof would not match are ignored), and the maps after
  * "MAPPED_LIBRARIES:".  Input is untrusted (the fuzzer feeds it): every read
@@ -162,6 +163,50 @@ starts_with(cursor c, const char *s)
 	return (size_t) (c.end - c.p) >= n && memcmp(c.p, s, n) == 0;
 }
 
+/* A hex number, at most 16 digits, then white space or the end. */
+static bool
+read_hex(cursor *c, uint64_t *out)
+{
+	skip_spaces(c);
+	if (c->p >= c->end || is_space(*c->p))
+		return false;
+	return read_pc(c, out);
+}
+
+/* "%heapprof-build-id BIAS ID" and "%heapprof-allocator BASE"; other comments are ignored. */
+static void
+parse_comment(hp_arena *a, cursor c, hp_profile *out)
+{
+	uint64_t	v;
+
+	if (starts_with(c, "%heapprof-allocator "))
+	{
+		c.p += strlen("%heapprof-allocator ");
+		if (read_hex(&c, &v))
+			out->allocator_base = v;
+	}
+	else if (starts_with(c, "%heapprof-build-id "))
+	{
+		hp_build_id id = {0};
+		size_t		n = 0;
+
+		c.p += strlen("%heapprof-build-id ");
+		if (!read_hex(&c, &id.bias))
+			return;
+		skip_spaces(&c);
+		while (c.p + 1 < c.end && hex_digit(c.p[0]) >= 0 && hex_digit(c.p[1]) >= 0 && n < sizeof(id.id))
+		{
+			id.id[n++] = (uint8_t) (hex_digit(c.p[0]) * 16 + hex_digit(c.p[1]));
+			c.p += 2;
+		}
+		if (n == 0)
+			return;
+		id.len = n;
+		HP_RESERVE(a, out->ids, out->ids_cap, out->nids);
+		out->ids[out->nids++] = id;
+	}
+}
+
 hp_status
 hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
 		 char *err, size_t errlen)
@@ -182,7 +227,13 @@ hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
 		all.p = nl ? nl + 1 : all.end;
 		lineno++;
 
-		if (lineno == 1)
+		/* "%" lines before the header are comments (jeprof ignores them too) */
+		if (out->rate == 0 && line.p < line.end && *line.p == '%')
+		{
+			parse_comment(a, line, out);
+			continue;
+		}
+		if (out->rate == 0)
 		{
 			if (!starts_with(line, "heap_v2/"))
 			{
@@ -241,9 +292,9 @@ hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
 			s->acc_bytes = v[3];
 		}
 	}
-	if (lineno == 0)
+	if (out->rate == 0)
 	{
-		snprintf(err, errlen, "empty heap profile");
+		snprintf(err, errlen, "not a jemalloc heap profile: no \"heap_v2/\" header");
 		return HP_EFORMAT;
 	}
 	return HP_OK;

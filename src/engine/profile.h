@@ -11,6 +11,14 @@
 
 #include "arena.h"
 
+/* Build-id of an object loaded in the dumped process, keyed by load bias. */
+typedef struct hp_build_id
+{
+	uint64_t	bias;
+	uint8_t		id[64];
+	size_t		len;
+} hp_build_id;
+
 /* Engine status codes. */
 typedef enum hp_status
 {
@@ -43,6 +51,17 @@ typedef struct hp_profile
 	size_t		cap;
 	const char *maps;			/* MAPPED_LIBRARIES: text, a /proc/PID/maps copy */
 	size_t		maps_len;
+
+	/*
+	 * What the dumping process knew of itself, from "%heapprof-build-id BIAS
+	 * ID" and "%heapprof-allocator BASE" lines heapprof writes before the
+	 * dump (hex numbers): the build-ids of its objects by load bias, and where
+	 * jemalloc was loaded.  The symbolizer checks files on disk against them.
+	 */
+	struct hp_build_id *ids;
+	size_t		nids;
+	size_t		ids_cap;
+	uint64_t	allocator_base;
 } hp_profile;
 
 /* Parse dump text (need not be NUL-terminated).  err gets a message on failure. */

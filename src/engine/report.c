@@ -62,3 +62,35 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	}
 	return HP_OK;
 }
+
+hp_status
+hp_summarize(const char *dump, size_t len, double *bytes, double *objs,
+			 size_t *stacks, char *err, size_t errlen)
+{
+	hp_arena	arena;
+	hp_profile	p;
+	hp_status	rc;
+
+	hp_arena_init(&arena);
+	*bytes = *objs = 0;
+	*stacks = 0;
+	if (setjmp(arena.oom) != 0)
+	{
+		hp_arena_free(&arena);
+		snprintf(err, errlen, "out of memory while reading the heap profile");
+		return HP_ENOMEM;
+	}
+	rc = hp_parse(&arena, dump, len, &p, err, errlen);
+	if (rc == HP_OK)
+	{
+		hp_unsample(&p);
+		for (size_t i = 0; i < p.nsamples; i++)
+		{
+			*bytes += p.samples[i].bytes;
+			*objs += p.samples[i].objs;
+		}
+		*stacks = p.nsamples;
+	}
+	hp_arena_free(&arena);
+	return rc;
+}

@@ -33,4 +33,8 @@ extern hp_status hp_analyze(hp_arena *a, hp_symbolizer *s,
 							const hp_options *o, hp_report_kind kind, size_t limit,
 							hp_result *r, char *err, size_t errlen);
 
+/* Totals of a dump, unsampled, without symbolizing it (jeprof's Total). */
+extern hp_status hp_summarize(const char *dump, size_t len, double *bytes, double *objs,
+							  size_t *stacks, char *err, size_t errlen);
+
 #endif

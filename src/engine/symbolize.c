@@ -61,11 +61,20 @@ typedef struct cu_index
 
 typedef struct mod_index
 {
-	const char *object;			/* basename of the module's path */
-	const char *mismatch;		/* why the file is not what was loaded, or NULL */
+	const char *path;			/* as in the maps (libdwfl's copy) */
+	const char *object;			/* its basename */
 	uint64_t	low;			/* first mapped address */
 	uint64_t	bias;
-	bool		has_elf;
+	bool		has_elf;		/* the file could be read */
+	bool		defines_mallctl;	/* the file's symbols say it is jemalloc */
+
+	/*
+	 * The verdict for the profile being analysed (generation gen): the file
+	 * may be right for one process and stale for another, so it is judged
+	 * again whenever the maps or the expected build-ids change.
+	 */
+	unsigned	gen;
+	const char *mismatch;		/* why the file is not what was loaded, or NULL */
 	bool		allocator;
 	sym_range  *syms;
 	size_t		nsyms;
@@ -98,6 +107,7 @@ struct hp_symbolizer
 	hp_build_id *ids;
 	size_t		nids;
 	uint64_t	allocator_base;
+	unsigned	gen;			/* bumped by every sync and expect */
 	char	   *demangled;		/* __cxa_demangle's buffer, reused */
 	size_t		demangled_len;
 	size_t		index_bytes;
@@ -246,6 +256,7 @@ hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 	char	   *copy;
 	int			rc = 0;
 
+	s->gen++;
 	if (s->maps && s->maps_len == len && (len == 0 || memcmp(s->maps, maps, len) == 0))
 		return HP_OK;
 
@@ -285,12 +296,15 @@ hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n,
 {
 	hp_build_id *copy = n ? malloc(n * sizeof(*ids)) : NULL;
 
+	s->gen++;
 	s->allocator_base = allocator_base;
+	free(s->ids);
+	s->ids = NULL;
+	s->nids = 0;
 	if (n && copy == NULL)
 		return HP_ENOMEM;
 	if (n)
 		memcpy(copy, ids, n * sizeof(*ids));
-	free(s->ids);
 	s->ids = copy;
 	s->nids = n;
 	return HP_OK;
@@ -398,7 +412,7 @@ index_symbols(Dwfl_Module *mod, mod_index *ix)
 			continue;
 		r = (sym_range) {addr, addr + sym.st_size, name, bind_rank(&sym, name)};
 		if (type == STT_FUNC && strcmp(name, "mallctl") == 0)
-			ix->allocator = true;
+			ix->defines_mallctl = true;
 		/* fewer names when memory runs out: still honest */
 		if ((type == STT_FUNC || type == STT_GNU_IFUNC) && sym.st_size > 0)
 			push_sym(&ix->syms, &ix->nsyms, &cap, r);
@@ -677,29 +691,37 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod)
 	ix = calloc(1, sizeof(*ix));
 	if (ix == NULL)
 		return NULL;
-	if (path == NULL)
-		path = "?";
-	base = strrchr(path, '/');
-	ix->object = base ? base + 1 : path;
+	ix->path = path ? path : "?";
+	base = strrchr(ix->path, '/');
+	ix->object = base ? base + 1 : ix->path;
 	ix->low = low;
 	ix->bytes = sizeof(*ix);
-	ix->mismatch = file_mismatch(s, path, low);
-	ix->allocator = s->allocator_base != 0 && low == s->allocator_base;
-	if (ix->mismatch == NULL && dwfl_module_getelf(mod, &bias) != NULL)
+	ix->gen = s->gen - 1;
+	if (dwfl_module_getelf(mod, &bias) != NULL)
 	{
 		ix->bias = bias;
-		if (!build_id_matches(s, mod, bias))
-			ix->mismatch = "build-id mismatch";
-		else
-		{
-			ix->has_elf = true;
-			index_symbols(mod, ix);
-			index_fdes(mod, ix);
-		}
+		ix->has_elf = true;
+		index_symbols(mod, ix);
+		index_fdes(mod, ix);
 	}
 	s->index_bytes += ix->bytes;
 	*slot = ix;
 	return ix;
+}
+
+/* Judge the module's file against the profile being analysed (see mod_index). */
+static void
+judge(hp_symbolizer *s, Dwfl_Module *mod, mod_index *ix)
+{
+	if (ix->gen == s->gen)
+		return;
+	ix->gen = s->gen;
+	ix->mismatch = file_mismatch(s, ix->path, ix->low);
+	if (ix->mismatch == NULL && ix->has_elf && !build_id_matches(s, mod, ix->bias))
+		ix->mismatch = "build-id mismatch";
+	/* the process said where jemalloc was; else trust the file only if it is right */
+	ix->allocator = (s->allocator_base != 0 && ix->low == s->allocator_base) ||
+		(ix->defines_mallctl && ix->mismatch == NULL);
 }
 
 /* The sized symbol containing pc, or NULL. */
@@ -1102,9 +1124,10 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 		out->name = hp_strdup(a, label);
 		return;
 	}
+	judge(s, mod, ix);
 	out->object = hp_strdup(a, ix->object);
 	out->allocator = ix->allocator;
-	if (!ix->has_elf)
+	if (!ix->has_elf || ix->mismatch)
 	{
 		/* no trustworthy file: an offset in the object, and why */
 		size_t		olen = strlen(ix->object);

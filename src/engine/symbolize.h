@@ -27,13 +27,6 @@ typedef struct hp_symbol
 	bool		allocator;		/* inside the object that defines mallctl */
 } hp_symbol;
 
-/* Build-id of an object loaded in the dumped process, keyed by load bias. */
-typedef struct hp_build_id
-{
-	uint64_t	bias;
-	uint8_t		id[64];
-	size_t		len;
-} hp_build_id;
 
 extern hp_symbolizer *hp_symbolizer_new(void);
 extern void hp_symbolizer_free(hp_symbolizer *s);

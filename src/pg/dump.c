@@ -24,6 +24,8 @@
 
 #define DUMP_DIR "base/" PG_TEMP_FILES_DIR
 
+static hp_build_id *hp_loaded_build_ids(int *n);
+
 static void
 read_whole_file(const char *path, StringInfo out)
 {
@@ -57,14 +59,41 @@ read_whole_file(const char *path, StringInfo out)
 	CloseTransientFile(fd);
 }
 
-/* Dump this backend's live sampled allocations into out (a heap_v2 text). */
+/*
+ * What the analysis needs to trust files on disk, as "%" lines before the
+ * dump: where jemalloc is loaded and every loaded object's build-id.
+ */
+static void
+write_identity(StringInfo out)
+{
+	int			n;
+	hp_build_id *ids = hp_loaded_build_ids(&n);
+
+	appendStringInfo(out, "%%heapprof-allocator %llx\n", (unsigned long long) hpj_library_base());
+	for (int i = 0; i < n; i++)
+	{
+		appendStringInfo(out, "%%heapprof-build-id %llx ", (unsigned long long) ids[i].bias);
+		for (size_t k = 0; k < ids[i].len; k++)
+			appendStringInfo(out, "%02x", ids[i].id[k]);
+		appendStringInfoChar(out, '\n');
+	}
+	pfree(ids);
+}
+
+/*
+ * Dump this backend's live sampled allocations into out (a heap_v2 text),
+ * after the identity lines when asked (heapprof_dump_raw gives jemalloc's
+ * text verbatim).
+ */
 void
-hp_take_dump(StringInfo out)
+hp_take_dump(StringInfo out, bool identity)
 {
 	static uint32 seq = 0;
 	char		path[MAXPGPATH];
 
 	hp_require_profiling();
+	if (identity)
+		write_identity(out);
 	if (MakePGDirectory(DUMP_DIR) < 0 && errno != EEXIST)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -170,7 +199,7 @@ add_build_id(struct dl_phdr_info *info, size_t size, void *arg)
  * with the dump, they let the symbolizer refuse a file on disk that is no
  * longer the one that was loaded (an upgrade replaced it in place).
  */
-hp_build_id *
+static hp_build_id *
 hp_loaded_build_ids(int *n)
 {
 	id_list		list = {palloc(MAX_OBJECTS * sizeof(hp_build_id)), 0};

@@ -26,8 +26,6 @@ extern void hp_fold_postgres(struct hp_options *o);
 
 /* dump.c */
 struct StringInfoData;
-struct hp_build_id;
-extern void hp_take_dump(struct StringInfoData *out);
-extern struct hp_build_id *hp_loaded_build_ids(int *n);
+extern void hp_take_dump(struct StringInfoData *out, bool identity);
 
 #endif

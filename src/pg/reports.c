@@ -245,22 +245,17 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 		hp_result	r;
 		char		err[512];
 		hp_status	rc;
-		hp_build_id *ids;
-		int			nids;
 		int64		before;
 
 		initStringInfo(&dump);
-		hp_take_dump(&dump);
+		hp_take_dump(&dump, true);
 		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-		ids = hp_loaded_build_ids(&nids);
 
 		before = hpj_thread_net();
 		if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("could not start the elfutils symbolizer")));
-		if (hp_symbolizer_expect(symbolizer, ids, (size_t) nids, hpj_library_base()) != HP_OK)
-			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 		rc = hp_analyze(arena, symbolizer, dump.data, dump.len, NULL, 0,
 						o, kind, limit, &r, err, sizeof(err));
 		/* what the analysis left allocated, but for its arena, is the symbolizer's */
@@ -484,7 +479,7 @@ heapprof_dump_raw(PG_FUNCTION_ARGS)
 	StringInfoData dump;
 
 	initStringInfo(&dump);
-	hp_take_dump(&dump);
+	hp_take_dump(&dump, false);
 	/* paths in the maps section must be valid in the database encoding */
 	pg_verifymbstr(dump.data, dump.len, false);
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(dump.data, dump.len));
