@@ -35,13 +35,18 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'heapprof_reset'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
--- Reports on the calling backend's heap profile -----------------------------
--- Each call dumps the live sampled allocations, unsamples them as jeprof does,
--- names every frame and aggregates.  objects => true counts objects instead
--- of bytes; focus / ignore keep / drop stacks with a frame matching a regular
--- expression, as for the ~ operator (name, file:line or address).  fold => true
--- (the default) charges memory to the caller of PostgreSQL's allocator
--- (palloc, MemoryContextAlloc*, AllocSetAlloc, ...) instead of to it.
+-- Reports ---------------------------------------------------------------------
+-- Each report dumps the calling backend's live sampled allocations (or reads
+-- the stored profile named by dump), unsamples them as jeprof does, names
+-- every frame and aggregates.  Options:
+--   objects        count objects instead of bytes
+--   focus, ignore  keep / drop stacks with a frame matching a regular
+--                  expression, as for the ~ operator (name, file:line, address)
+--   fold           charge memory to the caller of PostgreSQL's allocator
+--                  (palloc, MemoryContextAlloc*, AllocSetAlloc, ...)
+--   base           subtract this stored profile, per symbolized stack
+--   drop_negative  with base: shrinking stacks count as 0
+--   dump           report on this stored profile instead of the backend now
 
 CREATE FUNCTION heapprof_dump_dot(
     objects boolean DEFAULT false,
@@ -51,7 +56,10 @@ CREATE FUNCTION heapprof_dump_dot(
     nodefraction double precision DEFAULT 0.005,
     edgefraction double precision DEFAULT 0.001,
     show_bytes boolean DEFAULT false,
-    fold boolean DEFAULT true)
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    dump text DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_dot'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -62,7 +70,10 @@ CREATE FUNCTION heapprof_dump_text(
     focus text DEFAULT NULL,
     ignore text DEFAULT NULL,
     show_bytes boolean DEFAULT false,
-    fold boolean DEFAULT true)
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    dump text DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_text'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -71,7 +82,10 @@ CREATE FUNCTION heapprof_dump_collapsed(
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
     ignore text DEFAULT NULL,
-    fold boolean DEFAULT true)
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    dump text DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_collapsed'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -81,7 +95,10 @@ CREATE FUNCTION heapprof_top(
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
     ignore text DEFAULT NULL,
-    fold boolean DEFAULT true)
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    dump text DEFAULT NULL)
 RETURNS TABLE(
     rank integer,
     flat_bytes bigint,
@@ -97,7 +114,10 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 CREATE FUNCTION heapprof_stacks(
     focus text DEFAULT NULL,
     ignore text DEFAULT NULL,
-    fold boolean DEFAULT true)
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    dump text DEFAULT NULL)
 RETURNS TABLE(bytes bigint, objects bigint, frames text[])
 AS 'MODULE_PATHNAME', 'heapprof_stacks'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -113,19 +133,59 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'heapprof_forget_symbols'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
+-- Stored profiles: snapshots and exit dumps -------------------------------------
+
+-- Keep this backend's profile now under a name (for the session; persist
+-- also writes $PGDATA/heapprof/snapshots/NAME.heap).  Returns its total bytes.
+CREATE FUNCTION heapprof_snapshot(name text, persist boolean DEFAULT false)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'heapprof_snapshot'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION heapprof_snapshots()
+RETURNS TABLE(
+    name text,
+    pid integer,
+    owner text,
+    taken_at timestamptz,
+    total_bytes bigint,
+    samples bigint,
+    persisted boolean)
+AS 'MODULE_PATHNAME', 'heapprof_snapshots'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION heapprof_drop_snapshot(name text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'heapprof_drop_snapshot'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+-- Profiles left by backends that exited above heapprof.dump_on_exit_threshold.
+CREATE FUNCTION heapprof_dumps()
+RETURNS TABLE(
+    name text,
+    pid integer,
+    backend_type text,
+    owner text,
+    taken_at timestamptz,
+    total_bytes bigint,
+    file_bytes bigint)
+AS 'MODULE_PATHNAME', 'heapprof_dumps'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
 -- Permissions: profiling exposes memory layout and costs speed -------------
 
-REVOKE ALL ON FUNCTION heapprof_status() FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_enable() FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_disable() FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_reset(bigint) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_dump_text(integer, boolean, text, text, boolean, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_dump_collapsed(boolean, text, text, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_top(integer, boolean, text, text, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_stacks(text, text, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_dump_raw() FROM PUBLIC;
-REVOKE ALL ON FUNCTION heapprof_forget_symbols() FROM PUBLIC;
+DO $$
+DECLARE
+    fn regprocedure;
+BEGIN
+    FOR fn IN
+        SELECT p.oid FROM pg_proc p
+        JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+        JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'heapprof'
+    LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', fn);
+    END LOOP;
+END $$;
 
 -- status shows no addresses, only sizes and settings
 GRANT EXECUTE ON FUNCTION heapprof_status() TO pg_monitor;

@@ -81,6 +81,18 @@ grep -q 'libtlib.so (deleted)' "$w/deleted.heap" || fail "maps should show the d
 "$report" --collapsed "$w/deleted.heap" > "$w/deleted.txt"
 grep -qE ';main;libtlib\.so\+0x[0-9a-f]+ \[deleted\];libtlib\.so\+0x[0-9a-f]+ \[deleted\] 3145728$' "$w/deleted.txt" ||
 	{ cat "$w/deleted.txt"; fail "deleted library not flagged"; }
+# 4b. a backend that has symbolized before has libelf's own rw-p mmap of a
+#     library in its maps, here just below the loaded image
+cc $cflags -fPIC -shared $src/tlib.c -o "$w/libtlib.so"
+"$w/tprog" "$w/stray.heap"
+first=$(awk -v p="$w/libtlib.so" '$6 == p && $3 == "00000000" {print; exit}' "$w/stray.heap")
+lo=$((16#${first%%-*}))
+stray=$(printf '%x-%x rw-p 00000000 %s' $((lo - 0x100000)) $((lo - 0xf7000)) "${first#* * * }")
+awk -v f="$first" -v s="$stray" '$0 == f {print s} {print}' "$w/stray.heap" > "$w/stray2.heap"
+[ "$(grep -c "rw-p 00000000 .*libtlib.so" "$w/stray2.heap")" -ge 1 ] || fail "stray mapping not added"
+"$report" --collapsed "$w/stray2.heap" | grep -q ';main;tlib_entry;lib_static_alloc 3145728$' ||
+	{ "$report" --collapsed "$w/stray2.heap"; fail "a stray mapping of the library broke its names"; }
+
 # 5. a library whose symbol names point outside its string table: no crash
 cc $cflags -fPIC -shared $src/tlib.c -o "$w/libtlib.so"
 cc -O1 $src/badnames.c -lelf -o "$w/badnames"

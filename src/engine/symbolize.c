@@ -200,20 +200,20 @@ hp_symbolizer_memory(const hp_symbolizer *s)
 	return s->index_bytes;
 }
 
-/* Index the lines of s->maps that map a file. */
+/* Index the lines of a maps text that map a file. */
 static hp_status
-parse_maps(hp_symbolizer *s)
+parse_maps(hp_symbolizer *s, const char *maps, size_t len)
 {
 	size_t		cap = 0;
-	char	   *p = s->maps;
-	char	   *end = s->maps + s->maps_len;
+	const char *p = maps;
+	const char *end = maps + len;
 
 	free(s->lines);
 	s->lines = NULL;
 	s->nlines = 0;
 	while (p < end)
 	{
-		char	   *nl = memchr(p, '\n', (size_t) (end - p));
+		const char *nl = memchr(p, '\n', (size_t) (end - p));
 		char		line[512];
 		size_t		n = (size_t) ((nl ? nl : end) - p);
 		unsigned long long start;
@@ -249,11 +249,138 @@ parse_maps(hp_symbolizer *s)
 	return HP_OK;
 }
 
+/* The path of a maps line (after five fields), or NULL if it has none. */
+static const char *
+line_path(const char *line, const char *end, size_t *len)
+{
+	const char *p = line;
+
+	for (int field = 0; field < 5; field++)
+	{
+		while (p < end && *p != ' ')
+			p++;
+		while (p < end && *p == ' ')
+			p++;
+	}
+	if (p >= end || *p != '/')
+		return NULL;
+	*len = (size_t) (end - p);
+	return p;
+}
+
+/*
+ * A run of maps lines of one file: from its offset-0 line on, while the lines
+ * of that file follow (anonymous lines may come between).
+ */
+typedef struct map_run
+{
+	const char *first;			/* first line of the run */
+	const char *end;			/* end of its last line */
+	const char *path;
+	size_t		pathlen;
+	bool		exec;			/* has an executable mapping */
+	bool		keep;
+} map_run;
+
+/*
+ * Keep, of each file, one run of lines: the loader maps an object's segments
+ * next to each other, one of them executable.  Other mappings of the same
+ * file are something else -- libelf's own read/write mmap of it, when the
+ * dumping process is a backend that has symbolized before -- and would
+ * stretch the module over unrelated memory.  The run with an executable
+ * mapping is kept, or else the first.  Returns the kept text's length.
+ */
+static size_t
+filter_maps(const char *maps, size_t len, char *out)
+{
+	const char *p = maps;
+	const char *end = maps + len;
+	map_run    *runs = NULL;
+	size_t		nruns = 0;
+	size_t		cap = 0;
+	size_t		n = 0;
+
+	while (p < end)
+	{
+		const char *nl = memchr(p, '\n', (size_t) (end - p));
+		const char *eol = nl ? nl : end;
+		size_t		plen = 0;
+		const char *path = line_path(p, eol, &plen);
+		const char *perms = memchr(p, ' ', (size_t) (eol - p));
+		bool		exec = perms && eol - perms > 4 && perms[3] == 'x';
+		/* the offset field: an image's first segment is its only one at 0 */
+		bool		at_zero = perms && eol - perms > 14 &&
+			strspn(perms + 6, "0") == 8 && perms[14] == ' ';
+
+		if (path)
+		{
+			map_run    *r = nruns ? &runs[nruns - 1] : NULL;
+
+			if (r && !at_zero && r->pathlen == plen && memcmp(r->path, path, plen) == 0)
+			{
+				r->end = eol;
+				r->exec |= exec;
+			}
+			else
+			{
+				if (nruns == cap)
+				{
+					size_t		ncap = cap ? cap * 2 : 256;
+					map_run    *v = realloc(runs, ncap * sizeof(*v));
+
+					if (v == NULL)
+					{
+						free(runs);
+						memcpy(out, maps, len);
+						return len;		/* unfiltered: names may suffer, nothing worse */
+					}
+					runs = v;
+					cap = ncap;
+				}
+				runs[nruns++] = (map_run) {p, eol, path, plen, exec, true};
+			}
+		}
+		p = nl ? nl + 1 : end;
+	}
+	/* per file: keep its first executable run, or its first run */
+	for (size_t i = 0; i < nruns; i++)
+		for (size_t j = 0; j < i && runs[i].keep; j++)
+			if (runs[j].keep && runs[j].pathlen == runs[i].pathlen &&
+				memcmp(runs[j].path, runs[i].path, runs[i].pathlen) == 0)
+			{
+				if (runs[i].exec && !runs[j].exec)
+					runs[j].keep = false;
+				else
+					runs[i].keep = false;
+			}
+	/* copy every line but those of dropped runs */
+	p = maps;
+	for (size_t i = 0; i <= nruns; i++)
+	{
+		const char *stop = i < nruns ? runs[i].first : end;
+
+		memcpy(out + n, p, (size_t) (stop - p));
+		n += (size_t) (stop - p);
+		if (i == nruns)
+			break;
+		p = runs[i].end < end ? runs[i].end + 1 : end;
+		if (runs[i].keep)
+		{
+			memcpy(out + n, runs[i].first, (size_t) (p - runs[i].first));
+			n += (size_t) (p - runs[i].first);
+		}
+	}
+	free(runs);
+	return n;
+}
+
 hp_status
 hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 {
 	FILE	   *f;
 	char	   *copy;
+	char	   *kept;
+	size_t		nkept;
 	int			rc = 0;
 
 	s->gen++;
@@ -261,16 +388,22 @@ hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 		return HP_OK;
 
 	copy = malloc(len + 1);
-	if (copy == NULL)
+	kept = malloc(len + 2);
+	if (copy == NULL || kept == NULL)
+	{
+		free(copy);
+		free(kept);
 		return HP_ENOMEM;
+	}
 	if (len)
 		memcpy(copy, maps, len);
 	copy[len] = '\0';
+	nkept = filter_maps(maps, len, kept);
 
 	dwfl_report_begin(s->dwfl);
-	if (len > 0)
+	if (nkept > 0)
 	{
-		f = fmemopen(copy, len, "r");
+		f = fmemopen(kept, nkept, "r");
 		if (f == NULL)
 			rc = -1;
 		else
@@ -287,7 +420,9 @@ hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 	s->maps_len = len;
 	/* a maps text libdwfl cannot read leaves no modules: frames stay unnamed */
 	(void) rc;
-	return parse_maps(s);
+	rc = parse_maps(s, kept, nkept);
+	free(kept);
+	return rc;
 }
 
 hp_status

@@ -13,8 +13,11 @@
 
 #define HEAPPROF_MALLOC_CONF "prof:true,prof_active:false"
 
-/* heapprof.symbol_cache_limit, in kB */
+/* settings (heapprof.c defines them) */
 extern int	hp_symbol_cache_limit_kb;
+extern int	hp_dump_on_exit_threshold_kb;
+extern int	hp_max_dumps;
+extern int	hp_max_dump_bytes_kb;
 
 extern const char *hp_setup_hint(hpj_state state);
 extern void hp_require_profiling(void);
@@ -24,8 +27,12 @@ extern void hp_check_mallctl(int rc, const char *what);
 struct hp_options;
 extern void hp_fold_postgres(struct hp_options *o);
 
-/* dump.c */
+/* store.c */
 struct StringInfoData;
+extern void hp_store_read(const char *name, struct StringInfoData *out);
+extern void hp_store_register_exit(void);
+
+/* dump.c */
 extern void hp_take_dump(struct StringInfoData *out, bool identity);
 
 #endif

@@ -208,13 +208,37 @@ report_engine_error(hp_status rc, const char *err)
 	}
 }
 
+/* Where a report's profiles come from: live, or stored (store.c). */
+typedef struct sources
+{
+	const char *dump;			/* stored profile to report on, NULL: this backend now */
+	const char *base;			/* stored profile to subtract, or NULL */
+} sources;
+
+/* base, drop_negative, dump: the leak-hunting arguments, at args first.. */
 static void
-notice_if_empty(const hp_result *r)
+source_args(FunctionCallInfo fcinfo, int first, hp_options *o, sources *src)
+{
+	src->base = PG_ARGISNULL(first) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(first));
+	o->drop_negative = arg_bool(fcinfo, first + 1, "drop_negative");
+	src->dump = PG_ARGISNULL(first + 2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(first + 2));
+}
+
+static void
+notice_if_empty(const hp_result *r, const sources *src)
 {
 	hpj_status	st;
 
 	if (r->graph.npaths > 0 && r->graph.local_total != 0)
 		return;
+	if (src->dump || src->base)
+	{
+		ereport(NOTICE,
+				(errmsg("the heap profile is empty"),
+				 errhint(src->base ? "Nothing changed between the base and the profile, or focus / ignore left no stack." :
+						 "The stored profile holds no sampled allocation.")));
+		return;
+	}
 	hpj_get_status(&st);
 	ereport(NOTICE,
 			(errmsg("the heap profile of this backend is empty"),
@@ -227,16 +251,18 @@ notice_if_empty(const hp_result *r)
 }
 
 static void
-run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
-		   size_t limit, emit_fn emit)
+run_report(FunctionCallInfo fcinfo, const hp_options *o, const sources *src,
+		   hp_report_kind kind, size_t limit, emit_fn emit)
 {
 	StringInfoData dump;
+	StringInfoData base;
 	/* behind a pointer that PG_TRY does not change: its contents survive a longjmp */
 	hp_arena   *arena = palloc(sizeof(hp_arena));
 	bool		was_active = true;
 	bool		switched;
 
-	hp_require_profiling();
+	if (src->dump == NULL)
+		hp_require_profiling();
 	/* keep heapprof's own work, the symbolizer's caches above all, out of the profile */
 	switched = hpj_thread_active(false, &was_active) == 0;
 	hp_arena_init(arena);
@@ -248,7 +274,13 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 		int64		before;
 
 		initStringInfo(&dump);
-		hp_take_dump(&dump, true);
+		initStringInfo(&base);
+		if (src->dump)
+			hp_store_read(src->dump, &dump);
+		else
+			hp_take_dump(&dump, true);
+		if (src->base)
+			hp_store_read(src->base, &base);
 		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
 		before = hpj_thread_net();
@@ -256,13 +288,14 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, hp_report_kind kind,
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("could not start the elfutils symbolizer")));
-		rc = hp_analyze(arena, symbolizer, dump.data, dump.len, NULL, 0,
+		rc = hp_analyze(arena, symbolizer, dump.data, dump.len,
+						src->base ? base.data : NULL, base.len,
 						o, kind, limit, &r, err, sizeof(err));
 		/* what the analysis left allocated, but for its arena, is the symbolizer's */
 		symbolizer_bytes += hpj_thread_net() - before - (int64) arena->total;
 		if (rc != HP_OK)
 			report_engine_error(rc, err);
-		notice_if_empty(&r);
+		notice_if_empty(&r, src);
 		emit(fcinfo, &r, o);
 	}
 	PG_FINALLY();
@@ -403,11 +436,12 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 
 /* ---- SQL functions ---- */
 
-/* heapprof_dump_dot(objects, focus, ignore, nodecount, nodefraction, edgefraction, show_bytes, fold) */
+/* heapprof_dump_dot(objects, focus, ignore, nodecount, nodefraction, edgefraction, show_bytes, fold, base, drop_negative, dump) */
 Datum
 heapprof_dump_dot(PG_FUNCTION_ARGS)
 {
 	hp_options	o = HP_OPTIONS_DEFAULT;
+	sources		src;
 
 	common_options(fcinfo, 0, &o);
 	o.nodecount = arg_int(fcinfo, 3, "nodecount", 1, MAX_NODES);
@@ -415,60 +449,69 @@ heapprof_dump_dot(PG_FUNCTION_ARGS)
 	o.edgefraction = arg_fraction(fcinfo, 5, "edgefraction");
 	o.show_bytes = arg_bool(fcinfo, 6, "show_bytes");
 	arg_fold(fcinfo, 7, &o);
-	run_report(fcinfo, &o, HP_REPORT_DOT, SIZE_MAX, emit_lines);
+	source_args(fcinfo, 8, &o, &src);
+	run_report(fcinfo, &o, &src, HP_REPORT_DOT, SIZE_MAX, emit_lines);
 	return (Datum) 0;
 }
 
-/* heapprof_dump_text(n, objects, focus, ignore, show_bytes, fold); n NULL = every row */
+/* heapprof_dump_text(n, objects, focus, ignore, show_bytes, fold, base, drop_negative, dump); n NULL = every row */
 Datum
 heapprof_dump_text(PG_FUNCTION_ARGS)
 {
 	hp_options	o = HP_OPTIONS_DEFAULT;
+	sources		src;
 	size_t		n = PG_ARGISNULL(0) ? SIZE_MAX : (size_t) arg_int(fcinfo, 0, "n", 1, MAX_ROWS);
 
 	common_options(fcinfo, 1, &o);
 	o.show_bytes = arg_bool(fcinfo, 4, "show_bytes");
 	arg_fold(fcinfo, 5, &o);
-	run_report(fcinfo, &o, HP_REPORT_TEXT, n, emit_lines);
+	source_args(fcinfo, 6, &o, &src);
+	run_report(fcinfo, &o, &src, HP_REPORT_TEXT, n, emit_lines);
 	return (Datum) 0;
 }
 
-/* heapprof_dump_collapsed(objects, focus, ignore, fold) */
+/* heapprof_dump_collapsed(objects, focus, ignore, fold, base, drop_negative, dump) */
 Datum
 heapprof_dump_collapsed(PG_FUNCTION_ARGS)
 {
 	hp_options	o = HP_OPTIONS_DEFAULT;
+	sources		src;
 
 	common_options(fcinfo, 0, &o);
 	arg_fold(fcinfo, 3, &o);
-	run_report(fcinfo, &o, HP_REPORT_COLLAPSED, SIZE_MAX, emit_lines);
+	source_args(fcinfo, 4, &o, &src);
+	run_report(fcinfo, &o, &src, HP_REPORT_COLLAPSED, SIZE_MAX, emit_lines);
 	return (Datum) 0;
 }
 
-/* heapprof_top(n, objects, focus, ignore, fold) */
+/* heapprof_top(n, objects, focus, ignore, fold, base, drop_negative, dump) */
 Datum
 heapprof_top(PG_FUNCTION_ARGS)
 {
 	hp_options	o = HP_OPTIONS_DEFAULT;
+	sources		src;
 	int			n = arg_int(fcinfo, 0, "n", 1, MAX_ROWS);
 
 	common_options(fcinfo, 1, &o);
 	arg_fold(fcinfo, 4, &o);
-	run_report(fcinfo, &o, HP_REPORT_TOP, (size_t) n, emit_top);
+	source_args(fcinfo, 5, &o, &src);
+	run_report(fcinfo, &o, &src, HP_REPORT_TOP, (size_t) n, emit_top);
 	return (Datum) 0;
 }
 
-/* heapprof_stacks(focus, ignore, fold): one row per stack, frames[1] = allocating function */
+/* heapprof_stacks(focus, ignore, fold, base, drop_negative, dump): a row per stack, frames[1] = allocating function */
 Datum
 heapprof_stacks(PG_FUNCTION_ARGS)
 {
 	hp_options	o = HP_OPTIONS_DEFAULT;
+	sources		src;
 
 	o.focus = arg_regex(fcinfo, 0, "focus", &o);
 	o.ignore = arg_regex(fcinfo, 1, "ignore", &o);
 	o.interrupt = pg_interrupt;
 	arg_fold(fcinfo, 2, &o);
-	run_report(fcinfo, &o, HP_REPORT_STACKS, SIZE_MAX, emit_stacks);
+	source_args(fcinfo, 3, &o, &src);
+	run_report(fcinfo, &o, &src, HP_REPORT_STACKS, SIZE_MAX, emit_stacks);
 	return (Datum) 0;
 }
 
