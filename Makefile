@@ -14,7 +14,7 @@ JEMALLOC_OBJS = src/jemalloc.o
 ENGINE_OBJS   = src/engine/arena.o src/engine/parse.o src/engine/unsample.o \
                 src/engine/symbolize.o src/engine/graph.o src/engine/render.o \
                 src/engine/report.o
-PG_OBJS       = src/pg/heapprof.o src/pg/control.o src/pg/dump.o src/pg/fold.o src/pg/store.o src/pg/reports.o
+PG_OBJS       = src/pg/heapprof.o src/pg/control.o src/pg/dump.o src/pg/fold.o src/pg/store.o src/pg/remote.o src/pg/reports.o
 OBJS          = $(JEMALLOC_OBJS) $(ENGINE_OBJS) $(PG_OBJS)
 
 # Named in error hints; the file jemalloc is preloaded from on this machine.
@@ -24,7 +24,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -isystem $(shell $(PG_CONFIG) --includedir-server)
 PG_CFLAGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK  = -ldw -lelf -lm -ldl
 
-REGRESS      = control reports leaks permissions
+REGRESS      = control reports leaks remote permissions
 REGRESS_OPTS = --dbname=heapprof_regress
 
 # No LLVM bitcode: the JIT has nothing to gain from inlining heapprof.

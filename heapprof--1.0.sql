@@ -5,35 +5,56 @@
 
 -- Control of the calling backend's profiler ---------------------------------
 
-CREATE FUNCTION heapprof_status(
-    OUT pid integer,
-    OUT jemalloc boolean,
-    OUT jemalloc_version text,
-    OUT prof_enabled boolean,
-    OUT active boolean,
-    OUT sample_interval bigint,
-    OUT allocated_bytes bigint,
-    OUT active_bytes bigint,
-    OUT resident_bytes bigint,
-    OUT hint text)
-RETURNS record
-AS 'MODULE_PATHNAME', 'heapprof_status'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+-- Every function takes pid => N to act on server process N instead of the
+-- calling backend (needs heapprof in shared_preload_libraries).
 
-CREATE FUNCTION heapprof_enable()
+-- A named row type: its pid column and the pid parameter may share a name.
+CREATE TYPE heapprof_status_row AS (
+    pid integer,
+    jemalloc boolean,
+    jemalloc_version text,
+    prof_enabled boolean,
+    active boolean,
+    sample_interval bigint,
+    allocated_bytes bigint,
+    active_bytes bigint,
+    resident_bytes bigint,
+    hint text);
+
+CREATE FUNCTION heapprof_status(pid integer DEFAULT NULL)
+RETURNS heapprof_status_row
+AS 'MODULE_PATHNAME', 'heapprof_status'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION heapprof_enable(pid integer DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'heapprof_enable'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_disable()
+CREATE FUNCTION heapprof_disable(pid integer DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'heapprof_disable'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_reset(sample_interval bigint DEFAULT NULL)
+CREATE FUNCTION heapprof_reset(sample_interval bigint DEFAULT NULL, pid integer DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'heapprof_reset'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+-- The processes heapprof can reach, to pick a pid.  active and
+-- allocated_bytes are what a process last published (NULL until it took
+-- part in heapprof).
+CREATE FUNCTION heapprof_backends()
+RETURNS TABLE(
+    pid integer,
+    backend_type text,
+    usename text,
+    application_name text,
+    state text,
+    active boolean,
+    allocated_bytes bigint)
+AS 'MODULE_PATHNAME', 'heapprof_backends'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- Reports ---------------------------------------------------------------------
 -- Each report dumps the calling backend's live sampled allocations (or reads
@@ -47,6 +68,7 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 --   base           subtract this stored profile, per symbolized stack
 --   drop_negative  with base: shrinking stacks count as 0
 --   dump           report on this stored profile instead of the backend now
+--   pid            report on server process pid instead of the calling backend
 
 CREATE FUNCTION heapprof_dump_dot(
     objects boolean DEFAULT false,
@@ -59,7 +81,8 @@ CREATE FUNCTION heapprof_dump_dot(
     fold boolean DEFAULT true,
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
-    dump text DEFAULT NULL)
+    dump text DEFAULT NULL,
+    pid integer DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_dot'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -73,7 +96,8 @@ CREATE FUNCTION heapprof_dump_text(
     fold boolean DEFAULT true,
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
-    dump text DEFAULT NULL)
+    dump text DEFAULT NULL,
+    pid integer DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_text'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -85,7 +109,8 @@ CREATE FUNCTION heapprof_dump_collapsed(
     fold boolean DEFAULT true,
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
-    dump text DEFAULT NULL)
+    dump text DEFAULT NULL,
+    pid integer DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_collapsed'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -98,7 +123,8 @@ CREATE FUNCTION heapprof_top(
     fold boolean DEFAULT true,
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
-    dump text DEFAULT NULL)
+    dump text DEFAULT NULL,
+    pid integer DEFAULT NULL)
 RETURNS TABLE(
     rank integer,
     flat_bytes bigint,
@@ -117,7 +143,8 @@ CREATE FUNCTION heapprof_stacks(
     fold boolean DEFAULT true,
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
-    dump text DEFAULT NULL)
+    dump text DEFAULT NULL,
+    pid integer DEFAULT NULL)
 RETURNS TABLE(bytes bigint, objects bigint, frames text[])
 AS 'MODULE_PATHNAME', 'heapprof_stacks'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -137,7 +164,7 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- Keep this backend's profile now under a name (for the session; persist
 -- also writes $PGDATA/heapprof/snapshots/NAME.heap).  Returns its total bytes.
-CREATE FUNCTION heapprof_snapshot(name text, persist boolean DEFAULT false)
+CREATE FUNCTION heapprof_snapshot(name text, persist boolean DEFAULT false, pid integer DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'heapprof_snapshot'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -188,4 +215,4 @@ BEGIN
 END $$;
 
 -- status shows no addresses, only sizes and settings
-GRANT EXECUTE ON FUNCTION heapprof_status() TO pg_monitor;
+GRANT EXECUTE ON FUNCTION heapprof_status(integer) TO pg_monitor;

@@ -58,8 +58,8 @@ SELECT heapprof_drop_snapshot('corrupt');
 -- privileges: a role reads only the stored profiles of roles it has the privileges of
 CREATE ROLE heapprof_alice;
 CREATE ROLE heapprof_bob;
-GRANT EXECUTE ON FUNCTION heapprof_enable(), heapprof_snapshot(text, boolean), heapprof_snapshots(),
-  heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text)
+GRANT EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer), heapprof_snapshots(),
+  heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer)
   TO heapprof_alice, heapprof_bob;
 SET ROLE heapprof_alice;
 SELECT heapprof_snapshot('alice_snap', persist => true) >= 0 AS taken;
@@ -79,8 +79,8 @@ SELECT heapprof_drop_snapshot('leaky');
 SELECT heapprof_drop_snapshot('before');
 SELECT count(*) AS left_over FROM heapprof_snapshots();
 SELECT count(*) AS files FROM pg_ls_dir('heapprof/snapshots') AS f;
-REVOKE EXECUTE ON FUNCTION heapprof_enable(), heapprof_snapshot(text, boolean), heapprof_snapshots(),
-  heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text)
+REVOKE EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer), heapprof_snapshots(),
+  heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer)
   FROM heapprof_alice, heapprof_bob;
 DROP ROLE heapprof_alice;
 DROP ROLE heapprof_bob;

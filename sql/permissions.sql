@@ -29,12 +29,12 @@ SELECT heapprof_test_error('SELECT heapprof_enable()');
 RESET ROLE;
 
 -- the documented way to let a monitoring role profile its own backend
-GRANT EXECUTE ON FUNCTION heapprof_enable(), heapprof_disable() TO heapprof_alice;
+GRANT EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_disable(integer) TO heapprof_alice;
 SET ROLE heapprof_alice;
 SELECT heapprof_enable();
 SELECT heapprof_disable();
 RESET ROLE;
 
-REVOKE EXECUTE ON FUNCTION heapprof_enable(), heapprof_disable() FROM heapprof_alice;
+REVOKE EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_disable(integer) FROM heapprof_alice;
 DROP ROLE heapprof_alice;
 DROP ROLE heapprof_monitor;

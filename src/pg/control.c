@@ -1,8 +1,9 @@
 /*
  * control.c -- status and switches of jemalloc's profiler in this backend.
  *
- * Every backend is a forked process with its own profiler state, so these
- * functions act on the calling backend only.  heapprof_status() must work on
+ * Every backend is a forked process with its own profiler state: these
+ * functions act on the calling backend, or with pid => N on process N
+ * through remote.c.  heapprof_status() must work on
  * any server, with or without jemalloc: it is the diagnostic that tells the
  * DBA what to set.  Every other function raises a clear error when profiling
  * is not usable.
@@ -85,6 +86,32 @@ hp_require_profiling(void)
 			 errhint("%s", hp_setup_hint(state))));
 }
 
+/* ERROR for a request another process could not carry out. */
+void
+hp_check_remote(int pid, const hp_remote *r, const char *what)
+{
+	if (r->rc < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("in process %d: %s", pid, state_message(r->status.state)),
+				 errhint("%s", hp_setup_hint(r->status.state))));
+	if (r->rc > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYSTEM_ERROR),
+				 errmsg("jemalloc in process %d could not %s: %s", pid, what, strerror(r->rc)),
+				 errhint("Check heapprof_status(pid => %d) and the server log.", pid)));
+}
+
+/* Does argument arg name a process other than this one? (NULL: this one) */
+bool
+hp_is_other(FunctionCallInfo fcinfo, int arg, int *pid)
+{
+	if (PG_NARGS() <= arg || PG_ARGISNULL(arg))
+		return false;
+	*pid = PG_GETARG_INT32(arg);
+	return *pid != MyProcPid;
+}
+
 /* ERROR for a failed mallctl call on a process where profiling is usable. */
 void
 hp_check_mallctl(int rc, const char *what)
@@ -97,6 +124,7 @@ hp_check_mallctl(int rc, const char *what)
 			 errhint("Check heapprof_status() and the server log; the server's MALLOC_CONF may restrict profiling.")));
 }
 
+/* heapprof_status(pid integer DEFAULT NULL): this process's, or pid's */
 Datum
 heapprof_status(PG_FUNCTION_ARGS)
 {
@@ -105,15 +133,26 @@ heapprof_status(PG_FUNCTION_ARGS)
 	Datum		values[10];
 	bool		nulls[10] = {0};
 	const char *hint;
+	int			pid = MyProcPid;
+	hp_remote	r;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
-	hpj_get_status(&st);
+	if (hp_is_other(fcinfo, 0, &pid))
+	{
+		hp_remote_call(pid, HP_OP_STATUS, -1, NULL, &r);
+		st = r.status;
+		st.version = r.version[0] ? r.version : NULL;
+	}
+	else
+		hpj_get_status(&st);
 	hint = hp_setup_hint(st.state);
+	if (hint == NULL && !hp_remote_available())
+		hint = "Add heapprof to shared_preload_libraries and restart to profile other processes by pid and to use exit dumps.";
 
-	values[0] = Int32GetDatum(MyProcPid);
+	values[0] = Int32GetDatum(pid);
 	values[1] = BoolGetDatum(st.state != HPJ_NOT_LOADED && st.state != HPJ_NOT_ALLOCATOR);
 	if (st.version)
 		values[2] = CStringGetTextDatum(st.version);
@@ -136,40 +175,57 @@ heapprof_status(PG_FUNCTION_ARGS)
 }
 
 static bool
-set_active(bool on)
+set_active(FunctionCallInfo fcinfo, bool on)
 {
 	hpj_status	st;
+	hp_remote	r;
+	int			pid;
+	const char *what = on ? "activate profiling" : "deactivate profiling";
 
+	if (hp_is_other(fcinfo, 0, &pid))
+	{
+		hp_remote_call(pid, on ? HP_OP_ENABLE : HP_OP_DISABLE, -1, NULL, &r);
+		hp_check_remote(pid, &r, what);
+		return r.status.active;
+	}
 	hp_require_profiling();
-	hp_check_mallctl(hpj_set_active(on), on ? "activate profiling" : "deactivate profiling");
+	hp_check_mallctl(hpj_set_active(on), what);
+	hp_publish_state();
 	hpj_get_status(&st);
 	return st.active;
 }
 
+/* heapprof_enable(pid integer DEFAULT NULL) */
 Datum
 heapprof_enable(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(set_active(true));
+	PG_RETURN_BOOL(set_active(fcinfo, true));
 }
 
+/* heapprof_disable(pid integer DEFAULT NULL) */
 Datum
 heapprof_disable(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(set_active(false));
+	PG_RETURN_BOOL(set_active(fcinfo, false));
 }
 
 /*
- * heapprof_reset(sample_interval bigint DEFAULT NULL): forget every sample
- * taken so far; with an interval, also sample every that-many bytes on average
- * from now on.  Returns the interval in force after the call.
+ * heapprof_reset(sample_interval bigint DEFAULT NULL, pid integer DEFAULT
+ * NULL): forget every sample taken so far; with an interval, also sample
+ * every that-many bytes on average from now on.  Returns the interval in
+ * force after the call.
  */
 Datum
 heapprof_reset(PG_FUNCTION_ARGS)
 {
 	int			lg = -1;
 	hpj_status	st;
+	hp_remote	r;
+	int			pid;
+	bool		other = hp_is_other(fcinfo, 1, &pid);
 
-	hp_require_profiling();
+	if (!other)
+		hp_require_profiling();
 	if (!PG_ARGISNULL(0))
 	{
 		int64		interval = PG_GETARG_INT64(0);
@@ -184,7 +240,14 @@ heapprof_reset(PG_FUNCTION_ARGS)
 		for (lg = 0; (INT64CONST(1) << lg) < interval; lg++)
 			;
 	}
+	if (other)
+	{
+		hp_remote_call(pid, HP_OP_RESET, lg, NULL, &r);
+		hp_check_remote(pid, &r, "reset the heap profile");
+		PG_RETURN_INT64((int64) r.status.sample_interval);
+	}
 	hp_check_mallctl(hpj_reset(lg), "reset the heap profile");
+	hp_publish_state();
 	hpj_get_status(&st);
 	PG_RETURN_INT64((int64) st.sample_interval);
 }

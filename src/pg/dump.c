@@ -24,7 +24,6 @@
 
 #define DUMP_DIR "base/" PG_TEMP_FILES_DIR
 
-static hp_build_id *hp_loaded_build_ids(int *n);
 
 static void
 read_whole_file(const char *path, StringInfo out)
@@ -57,71 +56,6 @@ read_whole_file(const char *path, StringInfo out)
 		out->data[out->len] = '\0';
 	}
 	CloseTransientFile(fd);
-}
-
-/*
- * What the analysis needs to trust files on disk, as "%" lines before the
- * dump: where jemalloc is loaded and every loaded object's build-id.
- */
-static void
-write_identity(StringInfo out)
-{
-	int			n;
-	hp_build_id *ids = hp_loaded_build_ids(&n);
-
-	appendStringInfo(out, "%%heapprof-allocator %llx\n", (unsigned long long) hpj_library_base());
-	for (int i = 0; i < n; i++)
-	{
-		appendStringInfo(out, "%%heapprof-build-id %llx ", (unsigned long long) ids[i].bias);
-		for (size_t k = 0; k < ids[i].len; k++)
-			appendStringInfo(out, "%02x", ids[i].id[k]);
-		appendStringInfoChar(out, '\n');
-	}
-	pfree(ids);
-}
-
-/*
- * Dump this backend's live sampled allocations into out (a heap_v2 text),
- * after the identity lines when asked (heapprof_dump_raw gives jemalloc's
- * text verbatim).
- */
-void
-hp_take_dump(StringInfo out, bool identity)
-{
-	static uint32 seq = 0;
-	char		path[MAXPGPATH];
-
-	hp_require_profiling();
-	if (identity)
-		write_identity(out);
-	if (MakePGDirectory(DUMP_DIR) < 0 && errno != EEXIST)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create directory \"%s\": %m", DUMP_DIR)));
-	snprintf(path, sizeof(path), "%s/%s%d.heapprof.%u",
-			 DUMP_DIR, PG_TEMP_FILE_PREFIX, MyProcPid, seq++);
-
-	PG_TRY();
-	{
-		int			rc = hpj_dump(path);
-
-		if (rc != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_IO_ERROR),
-					 errmsg("jemalloc could not write the heap profile to \"%s\": %s",
-							path, strerror(rc)),
-					 errhint("Check free space and permissions of the data directory's %s folder.",
-							 DUMP_DIR)));
-		read_whole_file(path, out);
-	}
-	PG_FINALLY();
-	{
-		if (unlink(path) < 0 && errno != ENOENT)
-			ereport(WARNING,
-					(errcode_for_file_access(),
-					 errmsg("could not remove heap profile \"%s\": %m", path)));
-	}
-	PG_END_TRY();
 }
 
 #define MAX_OBJECTS 1024
@@ -194,17 +128,162 @@ add_build_id(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* Room for the identity lines of every object a backend may load. */
+#define IDENTITY_MAX (MAX_OBJECTS * 160)
+
 /*
- * Build-ids of the objects loaded in this process, read from memory.  Taken
- * with the dump, they let the symbolizer refuse a file on disk that is no
- * longer the one that was loaded (an upgrade replaced it in place).
+ * What the analysis needs to trust files on disk, as "%" lines before the
+ * dump: where jemalloc is loaded and every loaded object's build-id.  Plain
+ * C into a caller's buffer: a target process writes it while serving a
+ * request.  Returns the length.
  */
-static hp_build_id *
-hp_loaded_build_ids(int *n)
+static size_t
+identity_text(char *buf, size_t size)
 {
-	id_list		list = {palloc(MAX_OBJECTS * sizeof(hp_build_id)), 0};
+	static hp_build_id all[MAX_OBJECTS];
+	id_list		list = {all, 0};
+	size_t		n;
+	size_t		len;
 
 	dl_iterate_phdr(add_build_id, &list);
-	*n = list.n;
-	return list.ids;
+	len = (size_t) snprintf(buf, size, "%%heapprof-allocator %llx\n",
+							(unsigned long long) hpj_library_base());
+	for (int i = 0; i < list.n && len + 160 < size; i++)
+	{
+		len += (size_t) snprintf(buf + len, size - len, "%%heapprof-build-id %llx ",
+								 (unsigned long long) all[i].bias);
+		for (n = 0; n < all[i].len; n++)
+			len += (size_t) snprintf(buf + len, size - len, "%02x", all[i].id[n]);
+		buf[len++] = '\n';
+	}
+	buf[len] = '\0';
+	return len;
+}
+
+static void
+write_identity(StringInfo out)
+{
+	char	   *buf = palloc(IDENTITY_MAX);
+	size_t		len = identity_text(buf, IDENTITY_MAX);
+
+	appendBinaryStringInfo(out, buf, (int) len);
+	pfree(buf);
+}
+
+/* In a target process: the identity lines beside its dump.  0 or an errno. */
+int
+hp_write_identity_file(const char *dump_path)
+{
+	static char buf[IDENTITY_MAX];
+	char		path[MAXPGPATH];
+	size_t		len = identity_text(buf, sizeof(buf));
+	size_t		done = 0;
+	int			fd;
+
+	snprintf(path, sizeof(path), "%s.ids", dump_path);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, S_IRUSR | S_IWUSR);
+	if (fd < 0)
+		return errno;
+	while (done < len)
+	{
+		ssize_t		n = write(fd, buf + done, len - done);
+
+		if (n <= 0)
+		{
+			int			save = n < 0 ? errno : ENOSPC;
+
+			close(fd);
+			return save;
+		}
+		done += (size_t) n;
+	}
+	return close(fd) == 0 ? 0 : errno;
+}
+
+void
+hp_remove_dump_files(const char *dump_path)
+{
+	char		path[MAXPGPATH];
+
+	snprintf(path, sizeof(path), "%s.ids", dump_path);
+	unlink(dump_path);
+	unlink(path);
+}
+
+/*
+ * Dump this backend's live sampled allocations into out (a heap_v2 text),
+ * after the identity lines when asked (heapprof_dump_raw gives jemalloc's
+ * text verbatim).
+ */
+void
+hp_take_dump(StringInfo out, bool identity)
+{
+	static uint32 seq = 0;
+	char		path[MAXPGPATH];
+
+	hp_require_profiling();
+	if (identity)
+		write_identity(out);
+	if (MakePGDirectory(DUMP_DIR) < 0 && errno != EEXIST)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create directory \"%s\": %m", DUMP_DIR)));
+	snprintf(path, sizeof(path), "%s/%s%d.heapprof.%u",
+			 DUMP_DIR, PG_TEMP_FILE_PREFIX, MyProcPid, seq++);
+
+	PG_TRY();
+	{
+		int			rc = hpj_dump(path);
+
+		if (rc != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_IO_ERROR),
+					 errmsg("jemalloc could not write the heap profile to \"%s\": %s",
+							path, strerror(rc)),
+					 errhint("Check free space and permissions of the data directory's %s folder.",
+							 DUMP_DIR)));
+		read_whole_file(path, out);
+	}
+	PG_FINALLY();
+	{
+		if (unlink(path) < 0 && errno != ENOENT)
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("could not remove heap profile \"%s\": %m", path)));
+	}
+	PG_END_TRY();
+}
+
+
+/*
+ * Dump process pid's live sampled allocations into out, after its identity
+ * lines.  The target writes both files; they are removed on every path.
+ */
+void
+hp_take_remote_dump(int pid, StringInfo out)
+{
+	static uint32 seq = 0;
+	char		path[MAXPGPATH];
+	char		ids[MAXPGPATH];
+	hp_remote	r;
+
+	if (MakePGDirectory(DUMP_DIR) < 0 && errno != EEXIST)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create directory \"%s\": %m", DUMP_DIR)));
+	snprintf(path, sizeof(path), "%s/%s%d.heapprof.remote.%u",
+			 DUMP_DIR, PG_TEMP_FILE_PREFIX, MyProcPid, seq++);
+	snprintf(ids, sizeof(ids), "%s.ids", path);
+	PG_TRY();
+	{
+		hp_remote_call(pid, HP_OP_DUMP, -1, path, &r);
+		hp_check_remote(pid, &r, "write the heap profile");
+		read_whole_file(ids, out);
+		read_whole_file(path, out);
+	}
+	PG_FINALLY();
+	{
+		hp_remove_dump_files(path);
+	}
+	PG_END_TRY();
 }

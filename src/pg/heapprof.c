@@ -45,6 +45,7 @@ client_started(struct Port *port, int status)
 	hp_store_register_exit();
 	if (enable_at_start && hpj_probe() == HPJ_USABLE)
 		hpj_set_active(true);
+	hp_publish_state();
 }
 
 void
@@ -86,11 +87,19 @@ _PG_init(void)
 							 false,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("heapprof.request_timeout",
+							"How long a request to another process (pid => N) waits for its answer.",
+							NULL,
+							&hp_request_timeout_ms,
+							5000, 1, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("heapprof");
 
 	if (process_shared_preload_libraries_in_progress)
 	{
-		/* in the postmaster: act in each client backend it starts */
+		/* in the postmaster: shared memory, hooks every process inherits */
+		hp_remote_init();
 		prev_client_auth_hook = ClientAuthentication_hook;
 		ClientAuthentication_hook = client_started;
 	}

@@ -4,6 +4,7 @@
 #ifndef HEAPPROF_PG_H
 #define HEAPPROF_PG_H
 
+#include "fmgr.h"
 #include "jemalloc.h"
 
 /* Path named in hints; the Makefile finds it on the build machine. */
@@ -34,5 +35,36 @@ extern void hp_store_register_exit(void);
 
 /* dump.c */
 extern void hp_take_dump(struct StringInfoData *out, bool identity);
+extern void hp_take_remote_dump(int pid, struct StringInfoData *out);
+extern int	hp_write_identity_file(const char *dump_path);
+extern void hp_remove_dump_files(const char *dump_path);
+
+/* remote.c: requests to other server processes */
+typedef enum hp_op
+{
+	HP_OP_STATUS,
+	HP_OP_ENABLE,
+	HP_OP_DISABLE,
+	HP_OP_RESET,
+	HP_OP_DUMP
+} hp_op;
+
+typedef struct hp_remote
+{
+	int			rc;				/* 0, a mallctl errno, or -1: profiling not usable there */
+	hpj_status	status;			/* the target's, after the request (version NULL) */
+	char		version[64];
+} hp_remote;
+
+extern int	hp_request_timeout_ms;
+extern bool hp_remote_available(void);
+extern void hp_remote_init(void);
+extern void hp_publish_state(void);
+extern void hp_remote_call(int pid, hp_op op, int arg, const char *path, hp_remote *out);
+extern const char *hp_backend_type_of(int pid);
+
+/* control.c */
+extern void hp_check_remote(int pid, const hp_remote *r, const char *what);
+extern bool hp_is_other(FunctionCallInfo fcinfo, int arg, int *pid);
 
 #endif

@@ -211,17 +211,27 @@ report_engine_error(hp_status rc, const char *err)
 /* Where a report's profiles come from: live, or stored (store.c). */
 typedef struct sources
 {
-	const char *dump;			/* stored profile to report on, NULL: this backend now */
+	const char *dump;			/* stored profile to report on, or NULL */
 	const char *base;			/* stored profile to subtract, or NULL */
+	bool		other;			/* without dump: process pid, not this one */
+	int			pid;
 } sources;
 
-/* base, drop_negative, dump: the leak-hunting arguments, at args first.. */
+/* base, drop_negative, dump, pid: the arguments naming profiles, at args first.. */
 static void
 source_args(FunctionCallInfo fcinfo, int first, hp_options *o, sources *src)
 {
 	src->base = PG_ARGISNULL(first) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(first));
 	o->drop_negative = arg_bool(fcinfo, first + 1, "drop_negative");
 	src->dump = PG_ARGISNULL(first + 2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(first + 2));
+	src->other = hp_is_other(fcinfo, first + 3, &src->pid);
+	if (src->dump && src->other)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("dump and pid cannot both be given"),
+				 errhint("dump names a stored profile; pid names a live process.")));
+	if (src->other)
+		o->program = psprintf("postgres (pid %d)", src->pid);
 }
 
 static void
@@ -231,11 +241,12 @@ notice_if_empty(const hp_result *r, const sources *src)
 
 	if (r->graph.npaths > 0 && r->graph.local_total != 0)
 		return;
-	if (src->dump || src->base)
+	if (src->dump || src->base || src->other)
 	{
 		ereport(NOTICE,
 				(errmsg("the heap profile is empty"),
 				 errhint(src->base ? "Nothing changed between the base and the profile, or focus / ignore left no stack." :
+						 src->other ? "Nothing is sampled in that process: enable it with heapprof_enable(pid => N) first." :
 						 "The stored profile holds no sampled allocation.")));
 		return;
 	}
@@ -261,7 +272,7 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, const sources *src,
 	bool		was_active = true;
 	bool		switched;
 
-	if (src->dump == NULL)
+	if (src->dump == NULL && !src->other)
 		hp_require_profiling();
 	/* keep heapprof's own work, the symbolizer's caches above all, out of the profile */
 	switched = hpj_thread_active(false, &was_active) == 0;
@@ -277,6 +288,8 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, const sources *src,
 		initStringInfo(&base);
 		if (src->dump)
 			hp_store_read(src->dump, &dump);
+		else if (src->other)
+			hp_take_remote_dump(src->pid, &dump);
 		else
 			hp_take_dump(&dump, true);
 		if (src->base)
@@ -436,7 +449,7 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 
 /* ---- SQL functions ---- */
 
-/* heapprof_dump_dot(objects, focus, ignore, nodecount, nodefraction, edgefraction, show_bytes, fold, base, drop_negative, dump) */
+/* heapprof_dump_dot(objects, focus, ignore, nodecount, nodefraction, edgefraction, show_bytes, fold, base, drop_negative, dump, pid) */
 Datum
 heapprof_dump_dot(PG_FUNCTION_ARGS)
 {
@@ -454,7 +467,7 @@ heapprof_dump_dot(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* heapprof_dump_text(n, objects, focus, ignore, show_bytes, fold, base, drop_negative, dump); n NULL = every row */
+/* heapprof_dump_text(n, objects, focus, ignore, show_bytes, fold, base, drop_negative, dump, pid); n NULL = every row */
 Datum
 heapprof_dump_text(PG_FUNCTION_ARGS)
 {
@@ -470,7 +483,7 @@ heapprof_dump_text(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* heapprof_dump_collapsed(objects, focus, ignore, fold, base, drop_negative, dump) */
+/* heapprof_dump_collapsed(objects, focus, ignore, fold, base, drop_negative, dump, pid) */
 Datum
 heapprof_dump_collapsed(PG_FUNCTION_ARGS)
 {
@@ -484,7 +497,7 @@ heapprof_dump_collapsed(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* heapprof_top(n, objects, focus, ignore, fold, base, drop_negative, dump) */
+/* heapprof_top(n, objects, focus, ignore, fold, base, drop_negative, dump, pid) */
 Datum
 heapprof_top(PG_FUNCTION_ARGS)
 {
@@ -499,7 +512,7 @@ heapprof_top(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* heapprof_stacks(focus, ignore, fold, base, drop_negative, dump): a row per stack, frames[1] = allocating function */
+/* heapprof_stacks(focus, ignore, fold, base, drop_negative, dump, pid): a row per stack, frames[1] = leaf */
 Datum
 heapprof_stacks(PG_FUNCTION_ARGS)
 {

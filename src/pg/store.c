@@ -238,10 +238,16 @@ write_atomically(const char *path, const char *text, size_t len)
 
 /* ---- taking and finding profiles ---- */
 
-/* This backend's profile with its metadata; owner may read it later. */
+/* Process pid's profile with its metadata; owner may read it later. */
 static void
-take_profile(StringInfo out, Oid owner)
+take_profile(StringInfo out, Oid owner, int pid)
 {
+	if (pid != MyProcPid)
+	{
+		append_meta(out, pid, owner, GetCurrentTimestamp(), hp_backend_type_of(pid));
+		hp_take_remote_dump(pid, out);
+		return;
+	}
 	append_meta(out, MyProcPid, owner, GetCurrentTimestamp(),
 				GetBackendTypeDesc(MyBackendType));
 	hp_take_dump(out, true);
@@ -318,7 +324,7 @@ summarize(const char *text, int len, int64 *bytes, int64 *stacks)
 
 /* ---- SQL: snapshots ---- */
 
-/* heapprof_snapshot(name text, persist boolean): returns the profile's total bytes */
+/* heapprof_snapshot(name, persist, pid): returns the profile's total bytes */
 Datum
 heapprof_snapshot(PG_FUNCTION_ARGS)
 {
@@ -332,6 +338,7 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	int64		stacks;
 	bool		was_active = true;
 	bool		switched;
+	int			pid;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -340,6 +347,8 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 				 errhint("Allowed values: a name, and true or false.")));
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	persist = PG_GETARG_BOOL(1);
+	if (!hp_is_other(fcinfo, 2, &pid))
+		pid = MyProcPid;
 	check_name(name);
 	path_of(path, SNAPSHOT_DIR, name);
 	if (find_session(name) || (persist && stat(path, &st) == 0))
@@ -353,7 +362,7 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		initStringInfo(&prof);
-		take_profile(&prof, GetUserId());
+		take_profile(&prof, GetUserId(), pid);
 		if (persist)
 		{
 			make_dirs();
@@ -645,7 +654,7 @@ exit_dump(int code, Datum arg)
 	PG_TRY();
 	{
 		initStringInfo(&prof);
-		take_profile(&prof, GetSessionUserId());
+		take_profile(&prof, GetSessionUserId(), MyProcPid);
 		make_dirs();
 		if (!write_atomically(path, prof.data, prof.len))
 			ereport(LOG,

@@ -10,6 +10,11 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_hold' LANGUAGE C STRICT;
 CREATE FUNCTION heapprof_test_hold_palloc(bytes bigint, chunk integer DEFAULT 1048576)
 RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_hold_palloc' LANGUAGE C STRICT;
 
+-- Busy-loop for the given seconds without checking for interrupts, like
+-- code that does not reach CHECK_FOR_INTERRUPTS (for timeout tests).
+CREATE FUNCTION heapprof_test_spin(seconds float8)
+RETURNS void AS 'MODULE_PATHNAME', 'heapprof_test_spin' LANGUAGE C STRICT;
+
 -- Free everything held; returns the bytes released.
 CREATE FUNCTION heapprof_test_release()
 RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_release' LANGUAGE C STRICT;

@@ -13,6 +13,7 @@
 #include "utils/memutils.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 PG_MODULE_MAGIC;
 
@@ -33,6 +34,7 @@ void	   *hpt_palloc_middle(size_t size);
 PG_FUNCTION_INFO_V1(heapprof_test_hold);
 PG_FUNCTION_INFO_V1(heapprof_test_hold_palloc);
 PG_FUNCTION_INFO_V1(heapprof_test_release);
+PG_FUNCTION_INFO_V1(heapprof_test_spin);
 
 void *
 hpt_leaf_alloc(size_t size)
@@ -158,4 +160,18 @@ heapprof_test_release(PG_FUNCTION_ARGS)
 	}
 	nchunks = 0;
 	PG_RETURN_INT64(sum);
+}
+
+Datum
+heapprof_test_spin(PG_FUNCTION_ARGS)
+{
+	double		seconds = PG_GETARG_FLOAT8(0);
+	struct timespec start;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+	PG_RETURN_VOID();
 }
