@@ -56,4 +56,8 @@ uninstall: uninstall-report
 uninstall-report:
 	rm -f '$(DESTDIR)$(bindir)/$(REPORT)'
 EXTRA_CLEAN = $(REPORT) src/cli/heapprof-report.o
-.PHONY: install-report uninstall-report
+.PHONY: install-report uninstall-report check-ubsan
+
+# The regression suite over an UndefinedBehaviorSanitizer build (see the test).
+check-ubsan:
+	HP_TOP=$(CURDIR) bash tests/t_ubsan.sh

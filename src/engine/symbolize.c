@@ -100,7 +100,7 @@ typedef struct map_line
 struct hp_symbolizer
 {
 	Dwfl	   *dwfl;
-	char	   *maps;			/* the maps last reported */
+	char	   *maps;			/* the maps last reported, filtered */
 	size_t		maps_len;
 	map_line   *lines;
 	size_t		nlines;
@@ -288,7 +288,8 @@ typedef struct map_run
  * file are something else -- libelf's own read/write mmap of it, when the
  * dumping process is a backend that has symbolized before -- and would
  * stretch the module over unrelated memory.  The run with an executable
- * mapping is kept, or else the first.  Returns the kept text's length.
+ * mapping is kept, or else the first.  Returns the kept text's length (at
+ * most len + 1).
  */
 static size_t
 filter_maps(const char *maps, size_t len, char *out)
@@ -353,23 +354,21 @@ filter_maps(const char *maps, size_t len, char *out)
 				else
 					runs[i].keep = false;
 			}
-	/* copy every line but those of dropped runs */
-	p = maps;
-	for (size_t i = 0; i <= nruns; i++)
-	{
-		const char *stop = i < nruns ? runs[i].first : end;
-
-		memcpy(out + n, p, (size_t) (stop - p));
-		n += (size_t) (stop - p);
-		if (i == nruns)
-			break;
-		p = runs[i].end < end ? runs[i].end + 1 : end;
+	/*
+	 * Copy the kept runs only: libdwfl ignores anonymous mappings, and
+	 * without them the text stays the same while only the heap changes, so
+	 * a backend's next report needs no new sync.
+	 */
+	for (size_t i = 0; i < nruns; i++)
 		if (runs[i].keep)
 		{
-			memcpy(out + n, runs[i].first, (size_t) (p - runs[i].first));
-			n += (size_t) (p - runs[i].first);
+			const char *stop = runs[i].end < end ? runs[i].end + 1 : end;
+
+			memcpy(out + n, runs[i].first, (size_t) (stop - runs[i].first));
+			n += (size_t) (stop - runs[i].first);
+			if (stop == end)
+				out[n++] = '\n';
 		}
-	}
 	free(runs);
 	return n;
 }
@@ -378,27 +377,21 @@ hp_status
 hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 {
 	FILE	   *f;
-	char	   *copy;
 	char	   *kept;
 	size_t		nkept;
 	int			rc = 0;
 
 	s->gen++;
-	if (s->maps && s->maps_len == len && (len == 0 || memcmp(s->maps, maps, len) == 0))
-		return HP_OK;
-
-	copy = malloc(len + 1);
 	kept = malloc(len + 2);
-	if (copy == NULL || kept == NULL)
-	{
-		free(copy);
-		free(kept);
+	if (kept == NULL)
 		return HP_ENOMEM;
-	}
-	if (len)
-		memcpy(copy, maps, len);
-	copy[len] = '\0';
 	nkept = filter_maps(maps, len, kept);
+	/* the same objects at the same places: modules and indexes stay */
+	if (s->maps && s->maps_len == nkept && (nkept == 0 || memcmp(s->maps, kept, nkept) == 0))
+	{
+		free(kept);
+		return HP_OK;
+	}
 
 	dwfl_report_begin(s->dwfl);
 	if (nkept > 0)
@@ -415,14 +408,12 @@ hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 	/* modules not reported again are freed, with their indexes */
 	dwfl_report_end(s->dwfl, removed_module, s);
 
-	free(s->maps);
-	s->maps = copy;
-	s->maps_len = len;
 	/* a maps text libdwfl cannot read leaves no modules: frames stay unnamed */
 	(void) rc;
-	rc = parse_maps(s, kept, nkept);
-	free(kept);
-	return rc;
+	free(s->maps);
+	s->maps = kept;
+	s->maps_len = nkept;
+	return parse_maps(s, kept, nkept);
 }
 
 hp_status

@@ -87,6 +87,13 @@ _PG_init(void)
 							 false,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("heapprof.profile_self",
+							 "Sample heapprof's own allocations too.",
+							 "Off, heapprof keeps its own work out of the profiles it reports; on, it shows it (to check heapprof itself).",
+							 &hp_profile_self,
+							 false,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomIntVariable("heapprof.request_timeout",
 							"How long a request to another process (pid => N) waits for its answer.",
 							NULL,

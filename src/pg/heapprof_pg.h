@@ -19,6 +19,7 @@ extern int	hp_symbol_cache_limit_kb;
 extern int	hp_dump_on_exit_threshold_kb;
 extern int	hp_max_dumps;
 extern int	hp_max_dump_bytes_kb;
+extern bool hp_profile_self;
 
 extern const char *hp_setup_hint(hpj_state state);
 extern void hp_require_profiling(void);

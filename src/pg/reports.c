@@ -48,6 +48,7 @@ PG_FUNCTION_INFO_V1(heapprof_forget_symbols);
 static hp_symbolizer *symbolizer;
 static int64 symbolizer_bytes;
 int			hp_symbol_cache_limit_kb = 65536;
+bool		hp_profile_self = false;
 
 static int64
 drop_symbolizer(void)
@@ -275,7 +276,7 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, const sources *src,
 	if (src->dump == NULL && !src->other)
 		hp_require_profiling();
 	/* keep heapprof's own work, the symbolizer's caches above all, out of the profile */
-	switched = hpj_thread_active(false, &was_active) == 0;
+	switched = !hp_profile_self && hpj_thread_active(false, &was_active) == 0;
 	hp_arena_init(arena);
 	PG_TRY();
 	{

@@ -358,7 +358,7 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 				 errhint("Drop it with heapprof_drop_snapshot('%s') or choose another name.", name)));
 
 	/* the snapshot's own memory must not show up in later profiles */
-	switched = hpj_thread_active(false, &was_active) == 0;
+	switched = !hp_profile_self && hpj_thread_active(false, &was_active) == 0;
 	PG_TRY();
 	{
 		initStringInfo(&prof);
