@@ -12,7 +12,8 @@ PGFILEDESC = "heapprof - jemalloc heap profiling from SQL"
 # headers), then the thin PostgreSQL layer.
 JEMALLOC_OBJS = src/jemalloc.o
 ENGINE_OBJS   = src/engine/arena.o src/engine/parse.o src/engine/unsample.o \
-                src/engine/symbolize.o src/engine/graph.o src/engine/render.o \
+                src/engine/symbolize.o src/engine/graph.o src/engine/render.o src/engine/pprof.o \
+                src/engine/flame.o \
                 src/engine/report.o
 PG_OBJS       = src/pg/heapprof.o src/pg/control.o src/pg/dump.o src/pg/fold.o src/pg/store.o src/pg/remote.o src/pg/reports.o
 OBJS          = $(JEMALLOC_OBJS) $(ENGINE_OBJS) $(PG_OBJS)
@@ -22,13 +23,13 @@ JEMALLOC_SO ?= $(firstword $(wildcard /usr/lib/*/libjemalloc.so.2 /usr/lib64/lib
 
 PG_CPPFLAGS = -I$(srcdir)/src -isystem $(shell $(PG_CONFIG) --includedir-server) -DHEAPPROF_JEMALLOC_SO='"$(JEMALLOC_SO)"'
 PG_CFLAGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-SHLIB_LINK  = -ldw -lelf -lm -ldl
+SHLIB_LINK  = -ldw -lelf -lz -lm -ldl
 
 REGRESS      = control reports leaks remote permissions
 REGRESS_OPTS = --dbname=heapprof_regress
 
 # No LLVM bitcode: the JIT has nothing to gain from inlining heapprof.
-with_llvm = no
+override with_llvm = no
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -48,14 +49,22 @@ $(OBJS) src/cli/heapprof-report.o: $(HEADERS_ALL)
 REPORT = heapprof-report
 all: $(REPORT)
 $(REPORT): src/cli/heapprof-report.o $(ENGINE_OBJS)
-	$(CC) $(CFLAGS) $^ $(LDFLAGS) -ldw -lelf -lm -o $@
+	$(CC) $(CFLAGS) $^ $(LDFLAGS) -ldw -lelf -lz -lm -o $@
+
+# pg_heapprof: the libpq client.
+CLIENT = pg_heapprof
+all: $(CLIENT)
+$(CLIENT): src/cli/pg_heapprof.c
+	$(CC) $(CFLAGS) -I$(includedir) $< $(LDFLAGS) -L$(libdir) -lpq -o $@
+
 install: install-report
-install-report: $(REPORT)
+install-report: $(REPORT) $(CLIENT)
 	$(INSTALL_PROGRAM) $(REPORT) '$(DESTDIR)$(bindir)/$(REPORT)'
+	$(INSTALL_PROGRAM) $(CLIENT) '$(DESTDIR)$(bindir)/$(CLIENT)'
 uninstall: uninstall-report
 uninstall-report:
-	rm -f '$(DESTDIR)$(bindir)/$(REPORT)'
-EXTRA_CLEAN = $(REPORT) src/cli/heapprof-report.o
+	rm -f '$(DESTDIR)$(bindir)/$(REPORT)' '$(DESTDIR)$(bindir)/$(CLIENT)'
+EXTRA_CLEAN = $(REPORT) $(CLIENT) src/cli/heapprof-report.o
 .PHONY: install-report uninstall-report check-ubsan
 
 # The regression suite over an UndefinedBehaviorSanitizer build (see the test).

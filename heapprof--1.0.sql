@@ -149,10 +149,41 @@ RETURNS TABLE(bytes bigint, objects bigint, frames text[])
 AS 'MODULE_PATHNAME', 'heapprof_stacks'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_dump_raw()
+-- One self-contained interactive SVG flame graph (search, zoom, tooltips);
+-- with base, colors show growth (red) and shrinkage (blue).
+CREATE FUNCTION heapprof_dump_flamegraph(
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    dump text DEFAULT NULL,
+    pid integer DEFAULT NULL,
+    title text DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'heapprof_dump_flamegraph'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+-- gzip-compressed pprof protobuf (inuse_objects, inuse_space), for go tool
+-- pprof and speedscope; objects picks the default sample type.
+CREATE FUNCTION heapprof_dump_pprof(
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    dump text DEFAULT NULL,
+    pid integer DEFAULT NULL)
+RETURNS bytea
+AS 'MODULE_PATHNAME', 'heapprof_dump_pprof'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION heapprof_dump_raw(pid integer DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'heapprof_dump_raw'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
 -- Drop this backend's symbol caches (they are rebuilt on the next report).
 CREATE FUNCTION heapprof_forget_symbols()

@@ -60,7 +60,10 @@ echo "stress: no restart, no crash, no leftover files, $dumps exit dumps kept"
 #    over 1000 reports.  Then with its own allocations sampled
 #    (profile_self) and every byte recorded: no stack grew over 1000 more.
 q -v ON_ERROR_STOP=1 <<'SQL' > "$HP_SCRATCH/leak.out"
+-- samples first (8 x 1 MiB at the default 512 KiB interval), so that the
+-- warm-up loads every symbol cache it will need
 SELECT heapprof_enable();
+SELECT heapprof_test_hold(8388608);
 DO $$ BEGIN FOR i IN 1..50 LOOP PERFORM count(*) FROM heapprof_dump_dot(); END LOOP; END $$;
 SELECT allocated_bytes AS before FROM heapprof_status() \gset
 DO $$ BEGIN FOR i IN 1..1000 LOOP PERFORM count(*) FROM heapprof_dump_dot(); END LOOP; END $$;

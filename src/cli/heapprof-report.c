@@ -26,6 +26,8 @@ usage(FILE *f)
 			"  --text             functions by flat memory (default)\n"
 			"  --dot              Graphviz call graph\n"
 			"  --collapsed        folded stacks for flamegraph.pl\n"
+			"  --pprof            gzip'ed pprof protobuf (for go tool pprof), to stdout\n"
+			"  --flamegraph       interactive SVG flame graph\n"
 			"  --symbols          every distinct address: address, object, function\n\n"
 			"Options:\n"
 			"  --base=DUMP        subtract this earlier dump, per symbolized stack\n"
@@ -190,6 +192,8 @@ main(int argc, char **argv)
 		{"dot", no_argument, NULL, 'd'},
 		{"collapsed", no_argument, NULL, 'c'},
 		{"symbols", no_argument, NULL, 'y'},
+		{"pprof", no_argument, NULL, 'P'},
+		{"flamegraph", no_argument, NULL, 'G'},
 		{"inuse_objects", no_argument, NULL, 'o'},
 		{"base", required_argument, NULL, 'B'},
 		{"drop_negative", no_argument, NULL, 'D'},
@@ -238,6 +242,12 @@ main(int argc, char **argv)
 			case 'y':
 				symbols = true;
 				kind = HP_REPORT_STACKS;
+				break;
+			case 'P':
+				kind = HP_REPORT_PPROF;
+				break;
+			case 'G':
+				kind = HP_REPORT_FLAMEGRAPH;
 				break;
 			case 'o':
 				o.measure = HP_INUSE_OBJECTS;

@@ -64,6 +64,7 @@ intern_func(builder *b, const char *name, const hp_symbol *sym)
 	{
 		HP_RESERVE(b->a, g->funcs, b->funcs_cap, f);
 		g->funcs[f].name = name;
+		g->funcs[f].object = sym->object;
 		g->nfuncs = f + 1;
 	}
 	if (g->funcs[f].location == NULL && sym->file)
@@ -232,6 +233,8 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 		g->paths[k].match |= match;
 		g->paths[k].bytes += sign * smp->bytes;
 		g->paths[k].objs += sign * smp->objs;
+		if (sign > 0)
+			g->paths[k].current += b->o->measure == HP_INUSE_OBJECTS ? smp->objs : smp->bytes;
 	}
 }
 

@@ -67,6 +67,7 @@ typedef struct hp_func
 {
 	const char *name;
 	const char *location;		/* file:line of one of its frames, or its object */
+	const char *object;			/* file name of its object, or NULL */
 	double		flat;
 	double		cum;
 	bool		seen;			/* on some path after cutting and filtering */
@@ -87,6 +88,7 @@ typedef struct hp_path
 	double		bytes;
 	double		objs;
 	double		value;			/* bytes or objs, as measured */
+	double		current;		/* the measure in the profile alone, before any base */
 } hp_path;
 
 typedef struct hp_graph

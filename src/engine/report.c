@@ -59,6 +59,16 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 			break;
 		case HP_REPORT_STACKS:
 			break;
+		case HP_REPORT_FLAMEGRAPH:
+			hp_render_flamegraph(a, &r->graph, o, o->program, base != NULL, &r->text);
+			break;
+		case HP_REPORT_PPROF:
+			if (!hp_render_pprof(a, &r->graph, &r->profile, o, &r->text))
+			{
+				snprintf(err, errlen, "zlib could not compress the pprof profile");
+				return HP_ENOMEM;
+			}
+			break;
 	}
 	return HP_OK;
 }

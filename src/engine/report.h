@@ -6,6 +6,8 @@
 #ifndef HEAPPROF_REPORT_H
 #define HEAPPROF_REPORT_H
 
+#include "flame.h"
+#include "pprof.h"
 #include "render.h"
 
 typedef enum hp_report_kind
@@ -14,7 +16,9 @@ typedef enum hp_report_kind
 	HP_REPORT_DOT,
 	HP_REPORT_COLLAPSED,
 	HP_REPORT_TOP,				/* rows, no text */
-	HP_REPORT_STACKS			/* graph paths, no text */
+	HP_REPORT_STACKS,			/* graph paths, no text */
+	HP_REPORT_PPROF,			/* gzip'ed profile.proto in text (binary) */
+	HP_REPORT_FLAMEGRAPH		/* SVG */
 } hp_report_kind;
 
 typedef struct hp_result

@@ -34,6 +34,8 @@ PG_FUNCTION_INFO_V1(heapprof_top);
 PG_FUNCTION_INFO_V1(heapprof_stacks);
 PG_FUNCTION_INFO_V1(heapprof_dump_raw);
 PG_FUNCTION_INFO_V1(heapprof_forget_symbols);
+PG_FUNCTION_INFO_V1(heapprof_dump_flamegraph);
+PG_FUNCTION_INFO_V1(heapprof_dump_pprof);
 
 #define MAX_ROWS 1000000
 #define MAX_NODES 100000
@@ -262,10 +264,16 @@ notice_if_empty(const hp_result *r, const sources *src)
 					 (unsigned long long) st.sample_interval)));
 }
 
-static void
+/*
+ * Run the engine on the profile src names and hand the result to emit, which
+ * fills the function's tuplestore; without emit, the report's text is
+ * returned as one value (a varlena: text or bytea) instead.
+ */
+static struct varlena *
 run_report(FunctionCallInfo fcinfo, const hp_options *o, const sources *src,
 		   hp_report_kind kind, size_t limit, emit_fn emit)
 {
+	struct varlena *volatile value = NULL;
 	StringInfoData dump;
 	StringInfoData base;
 	/* behind a pointer that PG_TRY does not change: its contents survive a longjmp */
@@ -295,7 +303,8 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, const sources *src,
 			hp_take_dump(&dump, true);
 		if (src->base)
 			hp_store_read(src->base, &base);
-		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+		if (emit)
+			InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
 		before = hpj_thread_net();
 		if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
@@ -310,7 +319,15 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, const sources *src,
 		if (rc != HP_OK)
 			report_engine_error(rc, err);
 		notice_if_empty(&r, src);
-		emit(fcinfo, &r, o);
+		if (emit)
+			emit(fcinfo, &r, o);
+		else
+		{
+			value = palloc(VARHDRSZ + r.text.len);
+			SET_VARSIZE(value, VARHDRSZ + r.text.len);
+			if (r.text.len)
+				memcpy(VARDATA(value), r.text.data, r.text.len);
+		}
 	}
 	PG_FINALLY();
 	{
@@ -323,6 +340,7 @@ run_report(FunctionCallInfo fcinfo, const hp_options *o, const sources *src,
 
 	if (symbolizer_bytes > (int64) hp_symbol_cache_limit_kb * 1024)
 		drop_symbolizer();
+	return value;
 }
 
 /* ---- emitting rows ---- */
@@ -529,17 +547,80 @@ heapprof_stacks(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* heapprof_dump_raw(): the jemalloc dump verbatim, for jeprof or heapprof-report */
+/*
+ * heapprof_dump_flamegraph(objects, focus, ignore, fold, base, drop_negative,
+ * dump, pid, title): one self-contained interactive SVG
+ */
+Datum
+heapprof_dump_flamegraph(PG_FUNCTION_ARGS)
+{
+	hp_options	o = HP_OPTIONS_DEFAULT;
+	sources		src;
+	text	   *svg;
+
+	common_options(fcinfo, 0, &o);
+	arg_fold(fcinfo, 3, &o);
+	source_args(fcinfo, 4, &o, &src);
+	if (!PG_ARGISNULL(8))
+		o.program = text_to_cstring(PG_GETARG_TEXT_PP(8));
+	else
+		o.program = psprintf("heapprof: %s%s%s", src.dump ? src.dump : o.program,
+							 src.base ? " minus " : "", src.base ? src.base : "");
+	svg = (text *) run_report(fcinfo, &o, &src, HP_REPORT_FLAMEGRAPH, SIZE_MAX, NULL);
+	PG_RETURN_TEXT_P(safe_text(VARDATA(svg), VARSIZE(svg) - VARHDRSZ));
+}
+
+/*
+ * heapprof_dump_pprof(objects, focus, ignore, fold, base, drop_negative,
+ * dump, pid): a gzip-compressed pprof profile
+ */
+Datum
+heapprof_dump_pprof(PG_FUNCTION_ARGS)
+{
+	hp_options	o = HP_OPTIONS_DEFAULT;
+	sources		src;
+
+	common_options(fcinfo, 0, &o);
+	arg_fold(fcinfo, 3, &o);
+	source_args(fcinfo, 4, &o, &src);
+	PG_RETURN_BYTEA_P((bytea *) run_report(fcinfo, &o, &src, HP_REPORT_PPROF, SIZE_MAX, NULL));
+}
+
+/* Leave out the "%" lines heapprof adds before jemalloc's own text. */
+static const char *
+jemalloc_text(const char *s, int *len)
+{
+	const char *p = s;
+
+	while (p < s + *len && *p == '%')
+	{
+		const char *nl = memchr(p, '\n', s + *len - p);
+
+		p = nl ? nl + 1 : s + *len;
+	}
+	*len -= (int) (p - s);
+	return p;
+}
+
+/* heapprof_dump_raw(pid): the jemalloc dump verbatim, for jeprof or heapprof-report */
 Datum
 heapprof_dump_raw(PG_FUNCTION_ARGS)
 {
 	StringInfoData dump;
+	const char *body;
+	int			len;
+	int			pid;
 
 	initStringInfo(&dump);
-	hp_take_dump(&dump, false);
+	if (hp_is_other(fcinfo, 0, &pid))
+		hp_take_remote_dump(pid, &dump);
+	else
+		hp_take_dump(&dump, false);
+	len = dump.len;
+	body = jemalloc_text(dump.data, &len);
 	/* paths in the maps section must be valid in the database encoding */
-	pg_verifymbstr(dump.data, dump.len, false);
-	PG_RETURN_TEXT_P(cstring_to_text_with_len(dump.data, dump.len));
+	pg_verifymbstr(body, len, false);
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(body, len));
 }
 
 /* heapprof_forget_symbols(): drop this backend's symbol caches; returns bytes freed */

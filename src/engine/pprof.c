@@ -1,0 +1,292 @@
+/*
+ * pprof.c -- profile.proto, written directly.
+ *
+ * The format is small enough to encode by hand: varints and length-delimited
+ * fields.  Sample types are inuse_objects (count) and inuse_space (bytes),
+ * as Go's heap profiles have them.  Each function of the graph becomes one
+ * Function and one Location (leaf-first location ids per sample, pprof's
+ * order); a location carries a representative address of the function and
+ * the Mapping it lies in, with the object's build-id.  Values are whole
+ * numbers, truncated as jeprof prints them; with a base they may be negative.
+ */
+#include "pprof.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+
+/* profile.proto field numbers */
+enum
+{
+	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4, PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6,
+	PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12, PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+	VALUETYPE_TYPE = 1, VALUETYPE_UNIT = 2,
+	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2,
+	MAPPING_ID = 1, MAPPING_START = 2, MAPPING_LIMIT = 3, MAPPING_OFFSET = 4,
+	MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6, MAPPING_HAS_FUNCTIONS = 7,
+	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_LINE = 4,
+	LINE_FUNCTION_ID = 1, LINE_LINE = 2,
+	FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4
+};
+
+typedef struct strings
+{
+	hp_map		map;
+	hp_buf	   *out;			/* the profile: strings go straight into it */
+} strings;
+
+static void
+put_varint(hp_buf *b, uint64_t v)
+{
+	char		tmp[10];
+	size_t		n = 0;
+
+	do
+	{
+		tmp[n++] = (char) ((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	hp_buf_append(b, tmp, n);
+}
+
+static void
+put_uint(hp_buf *b, int field, uint64_t v)
+{
+	put_varint(b, (uint64_t) field << 3);
+	put_varint(b, v);
+}
+
+/* int64 fields are plain varints of the two's complement */
+static void
+put_int(hp_buf *b, int field, int64_t v)
+{
+	put_uint(b, field, (uint64_t) v);
+}
+
+static void
+put_bytes(hp_buf *b, int field, const char *data, size_t len)
+{
+	put_varint(b, ((uint64_t) field << 3) | 2);
+	put_varint(b, len);
+	hp_buf_append(b, data, len);
+}
+
+static void
+put_message(hp_buf *b, int field, const hp_buf *msg)
+{
+	put_bytes(b, field, msg->data ? msg->data : "", msg->len);
+}
+
+/* Index of s in the string table, added (to the profile) when new. */
+static int64_t
+string_index(strings *st, const char *s)
+{
+	bool		added;
+	size_t		i = hp_map_put(&st->map, s, strlen(s), &added);
+
+	if (added)
+		put_bytes(st->out, PROFILE_STRING_TABLE, s, strlen(s));
+	return (int64_t) i;
+}
+
+static int64_t
+whole(double v)
+{
+	if (!(v == v))
+		return 0;
+	if (v >= 9.2e18)
+		return INT64_MAX;
+	if (v <= -9.2e18)
+		return INT64_MIN;
+	return (int64_t) v;
+}
+
+static void
+value_type(hp_buf *out, strings *st, int field, const char *type, const char *unit, hp_arena *a)
+{
+	hp_buf		m;
+
+	hp_buf_init(&m, a);
+	put_int(&m, VALUETYPE_TYPE, string_index(st, type));
+	put_int(&m, VALUETYPE_UNIT, string_index(st, unit));
+	put_message(out, field, &m);
+}
+
+/* An executable mapping of the dumped process, from its maps text. */
+typedef struct mapping
+{
+	uint64_t	start;
+	uint64_t	limit;
+	uint64_t	offset;
+	uint64_t	base;			/* where the object's first segment starts: its bias */
+	char		path[512];
+} mapping;
+
+static size_t
+read_mappings(hp_arena *a, const hp_profile *p, mapping **out)
+{
+	const char *s = p->maps;
+	const char *end = s ? s + p->maps_len : NULL;
+	mapping    *v = NULL;
+	size_t		n = 0;
+	size_t		cap = 0;
+	uint64_t	base = 0;
+	char		last[512] = "";
+
+	while (s && s < end)
+	{
+		const char *nl = memchr(s, '\n', (size_t) (end - s));
+		size_t		len = (size_t) ((nl ? nl : end) - s);
+		char		line[700];
+		unsigned long long lo, hi, off;
+		char		perms[8];
+		int			pos = 0;
+
+		len = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
+		memcpy(line, s, len);
+		line[len] = '\0';
+		s = nl ? nl + 1 : end;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perms, &off, &pos) < 4 ||
+			pos == 0 || line[pos] != '/')
+			continue;
+		if (off == 0 && strcmp(last, line + pos) != 0)
+			base = lo;
+		snprintf(last, sizeof(last), "%s", line + pos);
+		if (perms[2] != 'x')
+			continue;
+		HP_RESERVE(a, v, cap, n);
+		v[n] = (mapping) {lo, hi, off, base, ""};
+		snprintf(v[n].path, sizeof(v[n].path), "%s", line + pos);
+		n++;
+	}
+	*out = v;
+	return n;
+}
+
+bool
+hp_render_pprof(hp_arena *a, const hp_graph *g, const hp_profile *p,
+				const hp_options *o, hp_buf *out)
+{
+	hp_buf		pb;
+	strings		st;
+	mapping    *maps;
+	size_t		nmaps = read_mappings(a, p, &maps);
+	uint64_t   *address = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(uint64_t));
+	uint32_t   *line = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(uint32_t));
+	z_stream	z;
+	size_t		cap;
+	int			rc;
+
+	hp_buf_init(&pb, a);
+	hp_map_init(&st.map, a);
+	st.out = &pb;
+	string_index(&st, "");		/* string 0 is always "" */
+
+	value_type(&pb, &st, PROFILE_SAMPLE_TYPE, "inuse_objects", "count", a);
+	value_type(&pb, &st, PROFILE_SAMPLE_TYPE, "inuse_space", "bytes", a);
+	value_type(&pb, &st, PROFILE_PERIOD_TYPE, "space", "bytes", a);
+	put_int(&pb, PROFILE_PERIOD, (int64_t) p->rate);
+	put_int(&pb, PROFILE_DEFAULT_SAMPLE_TYPE,
+			string_index(&st, o->measure == HP_INUSE_OBJECTS ? "inuse_objects" : "inuse_space"));
+
+	/* each function: the first of the profile's addresses that names it */
+	for (size_t i = 0; i < g->npcs; i++)
+		for (uint32_t u = g->pc_first[i]; u < g->pc_first[i + 1]; u++)
+			if (address[g->pc_funcs[u]] == 0)
+			{
+				address[g->pc_funcs[u]] = g->pcs[i];
+				line[g->pc_funcs[u]] = u + 1 == g->pc_first[i + 1] && g->syms[i].line > 0 ?
+					(uint32_t) g->syms[i].line : 0;
+			}
+
+	for (size_t m = 0; m < nmaps; m++)
+	{
+		hp_buf		msg;
+		char		id[160] = "";
+
+		for (size_t k = 0; k < p->nids; k++)
+			if (p->ids[k].bias == maps[m].base)
+				for (size_t j = 0; j < p->ids[k].len && j < 64; j++)
+					snprintf(id + 2 * j, sizeof(id) - 2 * j, "%02x", p->ids[k].id[j]);
+		hp_buf_init(&msg, a);
+		put_uint(&msg, MAPPING_ID, m + 1);
+		put_uint(&msg, MAPPING_START, maps[m].start);
+		put_uint(&msg, MAPPING_LIMIT, maps[m].limit);
+		put_uint(&msg, MAPPING_OFFSET, maps[m].offset);
+		put_int(&msg, MAPPING_FILENAME, string_index(&st, maps[m].path));
+		put_int(&msg, MAPPING_BUILD_ID, string_index(&st, id));
+		put_uint(&msg, MAPPING_HAS_FUNCTIONS, 1);
+		put_message(&pb, PROFILE_MAPPING, &msg);
+	}
+
+	for (size_t f = 0; f < g->nfuncs; f++)
+	{
+		const hp_func *fn = &g->funcs[f];
+		hp_buf		msg;
+		hp_buf		ln;
+		char		file[512] = "";
+		const char *colon;
+		uint64_t	mapping_id = 0;
+
+		if (fn->location && (colon = strrchr(fn->location, ':')) != NULL)
+			snprintf(file, sizeof(file), "%.*s", (int) (colon - fn->location), fn->location);
+		hp_buf_init(&msg, a);
+		put_uint(&msg, FUNCTION_ID, f + 1);
+		put_int(&msg, FUNCTION_NAME, string_index(&st, fn->name));
+		put_int(&msg, FUNCTION_SYSTEM_NAME, string_index(&st, fn->name));
+		put_int(&msg, FUNCTION_FILENAME, string_index(&st, file));
+		put_message(&pb, PROFILE_FUNCTION, &msg);
+
+		for (size_t m = 0; m < nmaps; m++)
+			if (address[f] >= maps[m].start && address[f] < maps[m].limit)
+				mapping_id = m + 1;
+		hp_buf_init(&ln, a);
+		put_uint(&ln, LINE_FUNCTION_ID, f + 1);
+		put_int(&ln, LINE_LINE, line[f]);
+		hp_buf_init(&msg, a);
+		put_uint(&msg, LOCATION_ID, f + 1);
+		put_uint(&msg, LOCATION_MAPPING_ID, mapping_id);
+		put_uint(&msg, LOCATION_ADDRESS, address[f]);
+		put_message(&msg, LOCATION_LINE, &ln);
+		put_message(&pb, PROFILE_LOCATION, &msg);
+	}
+
+	for (size_t k = 0; k < g->npaths; k++)
+	{
+		const hp_path *path = &g->paths[k];
+		hp_buf		msg;
+		hp_buf		ids;
+		hp_buf		vals;
+
+		if (path->nframes == 0)
+			continue;
+		hp_buf_init(&ids, a);
+		for (uint32_t j = 0; j < path->nframes; j++)
+			put_varint(&ids, path->frames[j] + 1);
+		hp_buf_init(&vals, a);
+		put_varint(&vals, (uint64_t) whole(path->objs));
+		put_varint(&vals, (uint64_t) whole(path->bytes));
+		hp_buf_init(&msg, a);
+		put_message(&msg, SAMPLE_LOCATION_ID, &ids);	/* packed */
+		put_message(&msg, SAMPLE_VALUE, &vals);
+		put_message(&pb, PROFILE_SAMPLE, &msg);
+	}
+
+	/* gzip (windowBits 15 + 16) */
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return false;
+	cap = deflateBound(&z, pb.len) + 64;
+	hp_buf_init(out, a);
+	out->data = hp_alloc(a, cap);
+	out->cap = cap;
+	z.next_in = (Bytef *) (pb.data ? pb.data : "");
+	z.avail_in = (uInt) pb.len;
+	z.next_out = (Bytef *) out->data;
+	z.avail_out = (uInt) cap;
+	rc = deflate(&z, Z_FINISH);
+	out->len = cap - z.avail_out;
+	deflateEnd(&z);
+	return rc == Z_STREAM_END;
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# t_formats.sh -- pictures, pprof and pg_heapprof against cluster (a):
+#  - every pg_heapprof format of an idle session's profile, by pid: dot (read
+#    by Graphviz), svg, flamegraph, collapsed, pprof, raw (read by
+#    heapprof-report), text, top; leak mode writes what grew meanwhile;
+#  - go tool pprof -top on the pprof output agrees with heapprof_top;
+#  - the flame graph loads in headless Chromium and its script finds the
+#    expected top frame (screenshot kept in $HP_ARTIFACTS, not in git);
+#  - pg_heapprof fails cleanly on a wrong password, a database without the
+#    extension, a bad pid and bad arguments.
+set -euo pipefail
+cd "$HP_TOP"
+w=$(mktemp -d)
+art=${HP_ARTIFACTS:-/tmp/heapprof-artifacts}
+mkdir -p "$art"
+hba=$(dirname "$HP_LOG")/data/pg_hba.conf
+cleanup() {
+	[ -n "${TARGET_PID:-}" ] && kill "$TARGET_PID" 2>/dev/null || true
+	sed -i '/heapprof_pw/d' "$hba" 2>/dev/null || true
+	psql -X -q -d postgres -c "SELECT pg_reload_conf()" -c "DROP ROLE IF EXISTS heapprof_pw" \
+		-c "DROP DATABASE IF EXISTS heapprof_noext" >/dev/null 2>&1 || true
+	rm -rf "$w"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+q() { psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
+cli() { ./pg_heapprof -d postgres "$@"; }
+
+# an idle session holding 3 MiB from known functions
+coproc TARGET { psql -X -q -At -d postgres; }
+echo "SELECT pg_backend_pid();" >&"${TARGET[1]}"
+read -r pid <&"${TARGET[0]}"
+cli --enable --pid "$pid" | grep -qx "profiling of process $pid is on" || fail "--enable"
+echo "SELECT heapprof_test_hold(3145728);" >&"${TARGET[1]}"
+read -r _ <&"${TARGET[0]}"
+cli --list | grep -qE "^ *$pid  client backend .* on " || { cli --list; fail "--list"; }
+
+# every format
+for f in dot svg flamegraph collapsed pprof raw text top; do
+	cli --report "$f" --pid "$pid" -o "$w/out.$f" || fail "format $f"
+	[ -s "$w/out.$f" ] || fail "format $f is empty"
+done
+dot -Tsvg "$w/out.dot" > /dev/null || fail "dot rejects the dot output"
+grep -q '<svg' "$w/out.svg" || fail "svg"
+grep -q 'hpt_leaf_alloc' "$w/out.flamegraph" || fail "flamegraph lacks the frame"
+grep -q ';hpt_outer;hpt_middle;hpt_leaf_alloc 3145728$' "$w/out.collapsed" || fail "collapsed"
+grep -q '^ *3145728 .* hpt_leaf_alloc$' <(./heapprof-report --show_bytes "$w/out.raw") || fail "raw"
+grep -q '^Total: ' "$w/out.text" || fail "text"
+grep -qE '^ +1 +3145728 .* hpt_leaf_alloc$' "$w/out.top" || { cat "$w/out.top"; fail "top"; }
+
+# go tool pprof agrees with heapprof_top
+export HOME=${HOME:-$w} GOCACHE=$w/go
+go tool pprof -top -sample_index=inuse_space -unit=B "$w/out.pprof" > "$w/pprof.top" 2>&1 || { cat "$w/pprof.top"; fail "go tool pprof"; }
+want=$(q -c "SELECT flat_bytes FROM heapprof_top(100, pid => $pid) WHERE function = 'hpt_leaf_alloc'")
+grep -qE "^ +${want}B .* hpt_leaf_alloc$" "$w/pprof.top" || { cat "$w/pprof.top"; fail "pprof disagrees: want $want"; }
+total_sql=$(q -c "SELECT sum(flat_bytes) FROM heapprof_top(100000, pid => $pid)")
+total_pprof=$(sed -n 's/^Showing nodes accounting for [0-9]*B, [0-9.]*% of \([0-9]*\)B total$/\1/p' "$w/pprof.top")
+[ -n "$total_pprof" ] && [ $((total_sql - total_pprof)) -le 100 ] && [ $((total_pprof - total_sql)) -le 100 ] ||
+	fail "totals differ: heapprof_top $total_sql, pprof $total_pprof"
+go tool pprof -top -sample_index=inuse_objects "$w/out.pprof" | grep -qE '^ +3 .* hpt_leaf_alloc$' || fail "pprof objects"
+
+# the flame graph in headless Chromium
+cp "$w/out.flamegraph" "$w/flame.svg"	# Chromium goes by the extension
+chrome=(timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+	--disable-background-networking --disable-component-update --disable-sync --user-data-dir="$w/chrome")
+"${chrome[@]}" --dump-dom "file://$w/flame.svg" > "$w/dom.html" 2>/dev/null || fail "chromium"
+grep -q 'id="details"[^>]*>Top frame: hpt_leaf_alloc<' "$w/dom.html" || { grep -o 'id="details"[^<]*' "$w/dom.html"; fail "top frame"; }
+"${chrome[@]}" --screenshot="$art/flamegraph.png" --window-size=1200,900 "file://$w/flame.svg" >/dev/null 2>&1 ||
+	fail "screenshot"
+[ -s "$art/flamegraph.png" ] || fail "empty screenshot"
+
+# leak mode: the session grows while pg_heapprof watches
+cli --seconds 2 --report text --pid "$pid" -o "$w/leak.txt" 2> "$w/leak.err" &
+watcher=$!
+sleep 0.5
+echo "SELECT heapprof_test_hold(2097152);" >&"${TARGET[1]}"
+read -r _ <&"${TARGET[0]}"
+wait "$watcher" || { cat "$w/leak.err"; fail "leak mode"; }
+grep -q 'watch' "$w/leak.err" || fail "no progress shown"
+grep -qE '^ +2\.0 +[0-9.]+% .* hpt_leaf_alloc$' "$w/leak.txt" || { cat "$w/leak.txt"; fail "leak mode misses the growth"; }
+[ "$(q -c "SELECT count(*) FROM heapprof_snapshots() WHERE name LIKE 'pg_heapprof_%'")" = 0 ] || fail "leak snapshot left"
+q -c "SELECT heapprof_dump_flamegraph(pid => $pid, base => 'x')" >/dev/null 2>&1 && fail "unknown base accepted"
+
+# clean failures
+q -c "CREATE ROLE heapprof_pw LOGIN PASSWORD 'right'"
+sed -i '1i local all heapprof_pw scram-sha-256' "$hba"
+q -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.2
+if PGPASSWORD=wrong ./pg_heapprof -w -U heapprof_pw -d postgres --list 2> "$w/err"; then fail "wrong password accepted"; fi
+grep -q 'password authentication failed' "$w/err" || { cat "$w/err"; fail "wrong password message"; }
+q -c "CREATE DATABASE heapprof_noext"
+if ./pg_heapprof -d heapprof_noext --list 2> "$w/err"; then fail "missing extension accepted"; fi
+grep -q 'heapprof extension is not installed' "$w/err" || { cat "$w/err"; fail "missing extension message"; }
+if cli --report text --pid 1 2> "$w/err"; then fail "pid 1 accepted"; fi
+grep -q 'not a server process' "$w/err" || { cat "$w/err"; fail "bad pid message"; }
+set +e
+cli --report text --pid abc 2>/dev/null; [ $? = 2 ] || fail "bad pid argument: exit status"
+cli --report nosuch --pid "$pid" 2>/dev/null; [ $? = 2 ] || fail "bad format: exit status"
+cli --report text 2>/dev/null; [ $? = 2 ] || fail "missing --pid: exit status"
+set -e
+./pg_heapprof --help | grep -q '^Usage:' || fail "--help"
+echo "formats: every pg_heapprof format, pprof agrees with go tool pprof, flame graph in Chromium, clean failures"
