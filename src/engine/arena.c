@@ -180,7 +180,8 @@ find_slot(const hp_map *m, const void *key, size_t len)
 
 		if (s == 0)
 			return i;
-		if (m->keys[s - 1].len == len && memcmp(m->keys[s - 1].key, key, len) == 0)
+		/* an empty key may be NULL: no memcmp / memcpy with it */
+		if (m->keys[s - 1].len == len && (len == 0 || memcmp(m->keys[s - 1].key, key, len) == 0))
 			return i;
 		i = (i + 1) & mask;
 	}
@@ -219,7 +220,9 @@ hp_map_put(hp_map *m, const void *key, size_t len, bool *added)
 	if (m->slots[i])
 		return m->slots[i] - 1;
 	HP_RESERVE(m->arena, m->keys, m->cap, m->count);
-	m->keys[m->count].key = memcpy(hp_alloc(m->arena, len ? len : 1), key, len);
+	m->keys[m->count].key = hp_alloc(m->arena, len ? len : 1);
+	if (len)
+		memcpy((void *) m->keys[m->count].key, key, len);
 	m->keys[m->count].len = len;
 	m->slots[i] = (uint32_t) (m->count + 1);
 	if (added)

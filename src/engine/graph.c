@@ -226,7 +226,8 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 		{
 			HP_RESERVE(a, g->paths, b->paths_cap, k);
 			g->paths[k].frames = hp_alloc(a, (n + 1) * sizeof(uint32_t));
-			memcpy(g->paths[k].frames, seq, n * sizeof(uint32_t));
+			if (n)				/* seq is NULL for a path with no frame left */
+				memcpy(g->paths[k].frames, seq, n * sizeof(uint32_t));
 			g->paths[k].nframes = (uint32_t) n;
 			g->npaths = k + 1;
 		}

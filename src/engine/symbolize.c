@@ -295,12 +295,15 @@ static size_t
 filter_maps(const char *maps, size_t len, char *out)
 {
 	const char *p = maps;
-	const char *end = maps + len;
+	const char *end;
 	map_run    *runs = NULL;
 	size_t		nruns = 0;
 	size_t		cap = 0;
 	size_t		n = 0;
 
+	if (len == 0)
+		return 0;				/* no maps (maps may then be NULL) */
+	end = maps + len;
 	while (p < end)
 	{
 		const char *nl = memchr(p, '\n', (size_t) (end - p));

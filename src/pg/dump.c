@@ -25,11 +25,14 @@
 #define DUMP_DIR "base/" PG_TEMP_FILES_DIR
 
 
-static void
-read_whole_file(const char *path, StringInfo out)
+/* Append a whole file to out; false if it does not exist and missing_ok. */
+bool
+hp_read_file(const char *path, StringInfo out, bool missing_ok)
 {
 	int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 
+	if (fd < 0 && missing_ok && errno == ENOENT)
+		return false;
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -56,6 +59,7 @@ read_whole_file(const char *path, StringInfo out)
 		out->data[out->len] = '\0';
 	}
 	CloseTransientFile(fd);
+	return true;
 }
 
 #define MAX_OBJECTS 1024
@@ -242,7 +246,7 @@ hp_take_dump(StringInfo out, bool identity)
 							path, strerror(rc)),
 					 errhint("Check free space and permissions of the data directory's %s folder.",
 							 DUMP_DIR)));
-		read_whole_file(path, out);
+		hp_read_file(path, out, false);
 	}
 	PG_FINALLY();
 	{
@@ -278,8 +282,8 @@ hp_take_remote_dump(int pid, StringInfo out)
 	{
 		hp_remote_call(pid, HP_OP_DUMP, -1, path, &r);
 		hp_check_remote(pid, &r, "write the heap profile");
-		read_whole_file(ids, out);
-		read_whole_file(path, out);
+		hp_read_file(ids, out, false);
+		hp_read_file(path, out, false);
 	}
 	PG_FINALLY();
 	{

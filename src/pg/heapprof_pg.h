@@ -37,6 +37,7 @@ extern void hp_store_register_exit(void);
 /* dump.c */
 extern void hp_take_dump(struct StringInfoData *out, bool identity);
 extern void hp_take_remote_dump(int pid, struct StringInfoData *out);
+extern bool hp_read_file(const char *path, struct StringInfoData *out, bool missing_ok);
 extern int	hp_write_identity_file(const char *dump_path);
 extern void hp_remove_dump_files(const char *dump_path);
 

@@ -144,44 +144,6 @@ path_of(char *path, const char *dir, const char *name)
 
 /* ---- files ---- */
 
-/* Read a whole file; false if it does not exist. */
-static bool
-read_profile_file(const char *path, StringInfo out)
-{
-	int			fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
-
-	if (fd < 0)
-	{
-		if (errno == ENOENT)
-			return false;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open heap profile \"%s\": %m", path)));
-	}
-	for (;;)
-	{
-		ssize_t		n;
-
-		enlargeStringInfo(out, 65536);
-		n = read(fd, out->data + out->len, out->maxlen - out->len - 1);
-		if (n < 0)
-		{
-			int			save = errno;
-
-			CloseTransientFile(fd);
-			errno = save;
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not read heap profile \"%s\": %m", path)));
-		}
-		if (n == 0)
-			break;
-		out->len += (int) n;
-		out->data[out->len] = '\0';
-	}
-	CloseTransientFile(fd);
-	return true;
-}
 
 static void
 make_dirs(void)
@@ -283,7 +245,7 @@ hp_store_read(const char *name, StringInfo out)
 			char		path[MAXPGPATH];
 
 			path_of(path, dirs[i], name);
-			read_profile_file(path, out);
+			hp_read_file(path, out, true);
 		}
 	}
 	if (out->len > 0)
@@ -459,7 +421,7 @@ list_dir(ReturnSetInfo *rsinfo, const char *dir, bool dumps)
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		initStringInfo(&prof);
 		/* removed meanwhile: not listed */
-		if (stat(path, &st) != 0 || !read_profile_file(path, &prof))
+		if (stat(path, &st) != 0 || !hp_read_file(path, &prof, true))
 			continue;
 		if (can_read(&m, parse_meta(prof.data, prof.len, &m)))
 			put_profile_row(rsinfo, name, prof.data, prof.len, true, (int64) st.st_size, dumps);
@@ -503,7 +465,7 @@ heapprof_drop_snapshot(PG_FUNCTION_ARGS)
 	check_name(name);
 	path_of(path, SNAPSHOT_DIR, name);
 	initStringInfo(&prof);
-	if (read_profile_file(path, &prof))
+	if (hp_read_file(path, &prof, true))
 	{
 		if (!can_read(&m, parse_meta(prof.data, prof.len, &m)))
 			ereport(ERROR,
