@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # t_remote.sh -- requests by pid under concurrency (cluster (a)):
 # 20 requesters at once against one idle session, every request answered;
+# 70 requesters terminated while they wait leave no slot taken, no file;
 # a walsender and the autovacuum launcher reachable; and the server log holds
 # no memory-context lines caused by heapprof, and no crash.
 set -euo pipefail
@@ -58,6 +59,25 @@ done
 [ "$(q -c "SELECT prof_enabled FROM heapprof_status(pid => $ws)")" = t ] || { echo "walsender not reached"; exit 1; }
 launcher=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'autovacuum launcher'")
 [ "$(q -c "SELECT prof_enabled FROM heapprof_status(pid => $launcher)")" = t ] || { echo "launcher not reached"; exit 1; }
+
+# a requester terminated while it waits (FATAL: no PG_FINALLY) frees its slot
+# and leaves no dump file: 70 such requesters, more than there are slots
+echo "SELECT heapprof_test_spin(3);" >&"${TARGET[1]}"
+requesters=()
+for i in $(seq 70); do
+	q -c "SET heapprof.request_timeout = '10s'" -c "SELECT count(*) FROM heapprof_top(1, pid => $pid)" \
+		>/dev/null 2>&1 &
+	requesters+=($!)
+done
+sleep 1
+q -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+      WHERE query LIKE '%heapprof_top(1, pid => $pid)%' AND pid <> pg_backend_pid()" >/dev/null
+for job in "${requesters[@]}"; do wait "$job" 2>/dev/null || true; done
+read -r _ <&"${TARGET[0]}"		# the spin is over
+sleep 0.5
+[ "$(q -c "SELECT active FROM heapprof_status(pid => $pid)")" = t ] || { echo "slots were not freed"; exit 1; }
+left=$(q -c "SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp', true, false) f WHERE f LIKE '%heapprof%'")
+[ "$left" = 0 ] || { echo "$left dump files left by terminated requesters"; exit 1; }
 
 # nothing in the log from the memory-context machinery, and no crash
 log=${HP_LOG:?}

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "libpq-fe.h"
@@ -124,7 +126,9 @@ open_output(const char *path)
 static void
 close_output(FILE *f, const char *path)
 {
-	if ((f != stdout && fclose(f) != 0) || (f == stdout && fflush(f) != 0))
+	bool		failed = ferror(f) != 0;
+
+	if ((f != stdout && fclose(f) != 0) || (f == stdout && fflush(f) != 0) || failed)
 		fail("could not write \"%s\": %s", path ? path : "standard output", strerror(errno));
 }
 
@@ -136,10 +140,51 @@ write_rows(PGresult *res, FILE *f)
 		fprintf(f, "%s\n", PQgetvalue(res, i, 0));
 }
 
+/* Run argv with stdin from fd_in (or inherited if < 0); its exit status, or -1. */
+static int
+run_program(char *const argv[], int fd_in)
+{
+	pid_t		child = fork();
+	int			status;
+
+	if (child < 0)
+		return -1;
+	if (child == 0)
+	{
+		if (fd_in >= 0 && dup2(fd_in, STDIN_FILENO) < 0)
+			_exit(127);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (fd_in >= 0)
+		close(fd_in);
+	while (waitpid(child, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 static bool
 have_dot(void)
 {
-	return system("command -v dot >/dev/null 2>&1") == 0;
+	char	   *const argv[] = {"dot", "-V", NULL};
+	pid_t		child = fork();
+	int			status;
+
+	if (child == 0)
+	{
+		int			null = open("/dev/null", O_WRONLY);
+
+		if (null >= 0)
+		{
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+		WEXITSTATUS(status) == 0;
 }
 
 static void
@@ -151,25 +196,41 @@ write_report(PGconn *conn, const char *format, const params *p, const char *path
 
 	if (strcmp(format, "svg") == 0 && have_dot())
 	{
-		/* Graphviz draws the dot graph */
-		char		tmp[] = "/tmp/pg_heapprof.XXXXXX";
-		int			fd = mkstemp(tmp);
-		FILE	   *dotf;
-		char		cmd[1024];
+		/* Graphviz draws the dot graph, fed through a pipe: no shell, no file */
+		char	   *argv[] = {"dot", "-Tsvg", "-o", (char *) (path ? path : "/dev/stdout"), NULL};
+		int			fds[2];
 		int			rc;
+		FILE	   *to_dot;
+		pid_t		child;
+		int			status;
+		bool		ok;
 
-		if (fd < 0 || (dotf = fdopen(fd, "w")) == NULL)
-			fail("could not create a temporary file: %s", strerror(errno));
 		res = run(conn, "SELECT * FROM heapprof_dump_dot(" REPORT_ARGS ")", p, 6, 0);
-		write_rows(res, dotf);
+		if (path && strcmp(path, "-") == 0)
+			argv[3] = "/dev/stdout";
+		if (pipe(fds) < 0)
+			fail("could not create a pipe: %s", strerror(errno));
+		child = fork();
+		if (child < 0)
+			fail("could not start dot: %s", strerror(errno));
+		if (child == 0)
+		{
+			close(fds[1]);
+			exit(run_program(argv, fds[0]) == 0 ? 0 : 1);
+		}
+		close(fds[0]);
+		to_dot = fdopen(fds[1], "w");
+		signal(SIGPIPE, SIG_IGN);
+		if (to_dot == NULL)
+			fail("could not write to dot: %s", strerror(errno));
+		write_rows(res, to_dot);
 		PQclear(res);
-		fclose(dotf);
-		snprintf(cmd, sizeof(cmd), "dot -Tsvg '%s' -o '%s'", tmp,
-				 path && strcmp(path, "-") ? path : "/dev/stdout");
-		rc = system(cmd);
-		unlink(tmp);
-		if (rc != 0)
-			fail("dot could not draw the graph");
+		ok = !ferror(to_dot);
+		rc = fclose(to_dot);
+		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
+		if (!ok || rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			fail("dot could not draw the graph into \"%s\"", argv[3]);
 		return;
 	}
 	if (strcmp(format, "svg") == 0 || strcmp(format, "flamegraph") == 0)
@@ -263,12 +324,18 @@ leak(PGconn *conn, int seconds, const char *format, params *p, const char *path)
 	if (tty)
 		fprintf(stderr, "\r%s: watched process %s for %d s%20s\n", progname, p->values[0], seconds, "");
 	p->values[5] = name;
-	if (!interrupted)
-		write_report(conn, format, p, path);
-	res = PQexecParams(conn, "SELECT heapprof_drop_snapshot($1)", 1, NULL, snap, NULL, NULL, 0);
-	PQclear(res);
 	if (interrupted)
+	{
+		res = PQexecParams(conn, "SELECT heapprof_drop_snapshot($1)", 1, NULL, snap, NULL, NULL, 0);
+		PQclear(res);
 		fail("interrupted; nothing written");
+	}
+	write_report(conn, format, p, path);
+	res = PQexecParams(conn, "SELECT heapprof_drop_snapshot($1)", 1, NULL, snap, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		fprintf(stderr, "%s: warning: could not drop snapshot \"%s\": %s", progname, name,
+				PQresultErrorMessage(res));
+	PQclear(res);
 }
 
 int
@@ -299,6 +366,10 @@ main(int argc, char **argv)
 	const char *keywords[8];
 	const char *values[8];
 	int			nkw = 0;
+	const char *host = NULL;
+	const char *port = NULL;
+	const char *user = NULL;
+	char	   *password = NULL;
 	char		action = 'l';
 	const char *format = NULL;
 	const char *output = NULL;
@@ -332,7 +403,7 @@ main(int argc, char **argv)
 				break;
 			case 's':
 				seconds = atoi(optarg);
-				if (seconds <= 0 || seconds > 86400)
+				if (seconds <= 0 || seconds > 86400 || strspn(optarg, "0123456789") != strlen(optarg))
 				{
 					fprintf(stderr, "%s: error: --seconds must be between 1 and 86400\n", progname);
 					return 2;
@@ -366,16 +437,13 @@ main(int argc, char **argv)
 				dbname = optarg;
 				break;
 			case 'h':
-				keywords[nkw] = "host";
-				values[nkw++] = optarg;
+				host = optarg;	/* the last one counts, as in psql */
 				break;
 			case 'p':
-				keywords[nkw] = "port";
-				values[nkw++] = optarg;
+				port = optarg;
 				break;
 			case 'U':
-				keywords[nkw] = "user";
-				values[nkw++] = optarg;
+				user = optarg;
 				break;
 			case 'w':
 				never_prompt = true;
@@ -404,6 +472,22 @@ main(int argc, char **argv)
 				progname, progname, progname);
 		return 2;
 	}
+	/* at most 6 settings and the terminator: keywords has room for 8 */
+	if (host)
+	{
+		keywords[nkw] = "host";
+		values[nkw++] = host;
+	}
+	if (port)
+	{
+		keywords[nkw] = "port";
+		values[nkw++] = port;
+	}
+	if (user)
+	{
+		keywords[nkw] = "user";
+		values[nkw++] = user;
+	}
 	if (dbname)
 	{
 		keywords[nkw] = "dbname";
@@ -412,12 +496,11 @@ main(int argc, char **argv)
 	keywords[nkw] = "fallback_application_name";
 	values[nkw++] = progname;
 	if (prompt)
-	{
-		keywords[nkw] = "password";
-		values[nkw++] = getpass("Password: ");
-	}
-	keywords[nkw] = NULL;
-	values[nkw] = NULL;
+		password = getpass("Password: ");
+	keywords[nkw] = password ? "password" : NULL;
+	values[nkw] = password;
+	keywords[nkw + 1] = NULL;
+	values[nkw + 1] = NULL;
 
 	conn = PQconnectdbParams(keywords, values, true);
 	if (PQstatus(conn) == CONNECTION_BAD && PQconnectionNeedsPassword(conn) && !never_prompt && !prompt &&
@@ -425,9 +508,7 @@ main(int argc, char **argv)
 	{
 		PQfinish(conn);
 		keywords[nkw] = "password";
-		values[nkw++] = getpass("Password: ");
-		keywords[nkw] = NULL;
-		values[nkw] = NULL;
+		values[nkw] = getpass("Password: ");
 		conn = PQconnectdbParams(keywords, values, true);
 	}
 	if (PQstatus(conn) != CONNECTION_OK)

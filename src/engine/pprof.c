@@ -140,7 +140,7 @@ read_mappings(hp_arena *a, const hp_profile *p, mapping **out)
 		size_t		len = (size_t) ((nl ? nl : end) - s);
 		char		line[700];
 		unsigned long long lo, hi, off;
-		char		perms[8];
+		char		perms[8] = "";
 		int			pos = 0;
 
 		len = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
@@ -153,7 +153,7 @@ read_mappings(hp_arena *a, const hp_profile *p, mapping **out)
 		if (off == 0 && strcmp(last, line + pos) != 0)
 			base = lo;
 		snprintf(last, sizeof(last), "%s", line + pos);
-		if (perms[2] != 'x')
+		if (strlen(perms) < 3 || perms[2] != 'x')
 			continue;
 		HP_RESERVE(a, v, cap, n);
 		v[n] = (mapping) {lo, hi, off, base, ""};
@@ -273,14 +273,16 @@ hp_render_pprof(hp_arena *a, const hp_graph *g, const hp_profile *p,
 		put_message(&pb, PROFILE_SAMPLE, &msg);
 	}
 
-	/* gzip (windowBits 15 + 16) */
-	memset(&z, 0, sizeof(z));
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	/* gzip (windowBits 15 + 16); the output is allocated before zlib's state */
+	if (pb.len > UINT32_MAX / 2)
 		return false;
-	cap = deflateBound(&z, pb.len) + 64;
+	cap = pb.len + pb.len / 8 + 1024;	/* above deflateBound for any level */
 	hp_buf_init(out, a);
 	out->data = hp_alloc(a, cap);
 	out->cap = cap;
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return false;
 	z.next_in = (Bytef *) (pb.data ? pb.data : "");
 	z.avail_in = (uInt) pb.len;
 	z.next_out = (Bytef *) out->data;

@@ -133,7 +133,7 @@ add_build_id(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* Room for the identity lines of every object a backend may load. */
-#define IDENTITY_MAX (MAX_OBJECTS * 160)
+#define IDENTITY_MAX (MAX_OBJECTS * 170)
 
 /*
  * What the analysis needs to trust files on disk, as "%" lines before the
@@ -141,8 +141,8 @@ add_build_id(struct dl_phdr_info *info, size_t size, void *arg)
  * C into a caller's buffer: a target process writes it while serving a
  * request.  Returns the length.
  */
-static size_t
-identity_text(char *buf, size_t size)
+size_t
+hp_identity_text(char *buf, size_t size)
 {
 	static hp_build_id all[MAX_OBJECTS];
 	id_list		list = {all, 0};
@@ -152,7 +152,8 @@ identity_text(char *buf, size_t size)
 	dl_iterate_phdr(add_build_id, &list);
 	len = (size_t) snprintf(buf, size, "%%heapprof-allocator %llx\n",
 							(unsigned long long) hpj_library_base());
-	for (int i = 0; i < list.n && len + 160 < size; i++)
+	/* a line is at most 19 + 16 + 1 + 2 * 64 + 1 = 165 bytes */
+	for (int i = 0; i < list.n && len + 170 < size; i++)
 	{
 		len += (size_t) snprintf(buf + len, size - len, "%%heapprof-build-id %llx ",
 								 (unsigned long long) all[i].bias);
@@ -168,7 +169,7 @@ static void
 write_identity(StringInfo out)
 {
 	char	   *buf = palloc(IDENTITY_MAX);
-	size_t		len = identity_text(buf, IDENTITY_MAX);
+	size_t		len = hp_identity_text(buf, IDENTITY_MAX);
 
 	appendBinaryStringInfo(out, buf, (int) len);
 	pfree(buf);
@@ -180,7 +181,7 @@ hp_write_identity_file(const char *dump_path)
 {
 	static char buf[IDENTITY_MAX];
 	char		path[MAXPGPATH];
-	size_t		len = identity_text(buf, sizeof(buf));
+	size_t		len = hp_identity_text(buf, sizeof(buf));
 	size_t		done = 0;
 	int			fd;
 

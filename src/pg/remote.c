@@ -63,6 +63,7 @@ typedef struct hp_slot
 {
 	slot_state	state;
 	int			target;
+	Oid			target_role;	/* as found by the requester: a reused pid differs */
 	uint64		seq;
 	hp_op		op;
 	int			arg;			/* lg_sample for HP_OP_RESET, -1 = keep */
@@ -239,6 +240,8 @@ serve_requests(void)
 		hp_remote	result;
 		bool		mine = false;
 
+		bool		stranger = false;
+
 		SpinLockAcquire(&shared->mutex);
 		if (slot->state == SLOT_PENDING && slot->target == MyProcPid)
 		{
@@ -247,13 +250,21 @@ serve_requests(void)
 			op = slot->op;
 			arg = slot->arg;
 			memcpy(path, slot->path, sizeof(path));
+			stranger = slot->target_role != (MyProc ? MyProc->roleId : InvalidOid);
 			mine = true;
 		}
 		SpinLockRelease(&shared->mutex);
 		if (!mine)
 			continue;
 
-		do_op(op, arg, path, &result);
+		/* the pid was reused by a process of another role: refuse */
+		if (stranger)
+		{
+			memset(&result, 0, sizeof(result));
+			result.rc = -2;
+		}
+		else
+			do_op(op, arg, path, &result);
 
 		SpinLockAcquire(&shared->mutex);
 		if (slot->seq == seq && slot->state == SLOT_WORKING)
@@ -411,6 +422,40 @@ require_shared(void)
 				 errhint("Add heapprof to shared_preload_libraries in postgresql.conf and restart the server.")));
 }
 
+/* The request this process is waiting for, for release_at_exit. */
+static hp_slot *inflight;
+static uint64 inflight_seq;
+
+/*
+ * before_shmem_exit: a requester that exits with FATAL while it waits (no
+ * PG_FINALLY runs then) still frees its slot and removes a dump it did not
+ * read.
+ */
+static void
+release_at_exit(int code, Datum arg)
+{
+	char		path[MAXPGPATH] = "";
+
+	if (inflight == NULL)
+		return;
+	SpinLockAcquire(&shared->mutex);
+	if (inflight->seq == inflight_seq)
+	{
+		if (inflight->state == SLOT_WORKING)
+			inflight->state = SLOT_ABANDONED;	/* the target removes the files */
+		else
+		{
+			if (inflight->state == SLOT_DONE && inflight->op == HP_OP_DUMP)
+				memcpy(path, inflight->path, sizeof(path));
+			inflight->state = SLOT_FREE;
+		}
+	}
+	SpinLockRelease(&shared->mutex);
+	if (path[0])
+		hp_remove_dump_files(path);
+	inflight = NULL;
+}
+
 /*
  * Ask process pid to carry out op and wait for its answer (ERROR on
  * timeout, if it exits, or if the request is cancelled).  For HP_OP_DUMP the
@@ -424,9 +469,16 @@ hp_remote_call(int pid, hp_op op, int arg, const char *path, hp_remote *out)
 	hp_slot    *volatile slot = NULL;	/* read in PG_FINALLY */
 	volatile uint64 seq = 0;
 
+	static bool registered = false;
+
 	require_shared();
 	proc = find_target(pid, &backend_id);
 	check_permission(pid, proc);
+	if (!registered)
+	{
+		before_shmem_exit(release_at_exit, (Datum) 0);
+		registered = true;
+	}
 
 	SpinLockAcquire(&shared->mutex);
 	for (int i = 0; i < NSLOTS; i++)
@@ -436,6 +488,7 @@ hp_remote_call(int pid, hp_op op, int arg, const char *path, hp_remote *out)
 			seq = ++shared->next_seq;
 			slot->state = SLOT_PENDING;
 			slot->target = pid;
+			slot->target_role = proc->roleId;
 			slot->seq = seq;
 			slot->op = op;
 			slot->arg = arg;
@@ -449,6 +502,8 @@ hp_remote_call(int pid, hp_op op, int arg, const char *path, hp_remote *out)
 				 errmsg("too many heapprof requests are under way"),
 				 errhint("At most %d requests can wait at once; try again.", NSLOTS)));
 
+	inflight = slot;
+	inflight_seq = seq;
 	PG_TRY();
 	{
 		TimestampTz start = GetCurrentTimestamp();
@@ -495,8 +550,14 @@ hp_remote_call(int pid, hp_op op, int arg, const char *path, hp_remote *out)
 		if (slot->seq == seq)
 			slot->state = slot->state == SLOT_WORKING ? SLOT_ABANDONED : SLOT_FREE;
 		SpinLockRelease(&shared->mutex);
+		inflight = NULL;
 	}
 	PG_END_TRY();
+	if (out->rc == -2)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("process %d is no longer the process that was asked", pid),
+				 errhint("Its pid now belongs to a process of another role; pick the process again from heapprof_backends().")));
 }
 
 /* What pg_stat_activity calls process pid's backend_type. */

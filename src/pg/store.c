@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
@@ -48,6 +49,7 @@ PG_FUNCTION_INFO_V1(heapprof_dumps);
 #define EXIT_DIR STORE_DIR "/dumps"
 #define SUFFIX ".heap"
 #define MAX_NAME 63
+#define MAX_IDENTITY_TEXT (1024 * 170)
 
 int			hp_dump_on_exit_threshold_kb = -1;
 int			hp_max_dumps = 20;
@@ -525,7 +527,22 @@ dump_file_cmp(const void *a, const void *b)
 	return strcmp(((const dump_file *) a)->name, ((const dump_file *) b)->name);
 }
 
-/* Remove the oldest exit dumps beyond heapprof.max_dumps / max_dump_bytes. */
+/* A temporary file (NAME.heap.tmpPID) of a process that no longer runs? */
+static bool
+stale_tmp(const char *name)
+{
+	const char *t = strstr(name, SUFFIX ".tmp");
+	int			pid;
+
+	if (t == NULL || (pid = atoi(t + strlen(SUFFIX ".tmp"))) <= 0)
+		return false;
+	return kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/*
+ * Remove the oldest exit dumps beyond heapprof.max_dumps / max_dump_bytes,
+ * and temporary files that crashed writers left.  Plain C: it runs at exit.
+ */
 static void
 prune_exit_dumps(void)
 {
@@ -544,10 +561,15 @@ prune_exit_dumps(void)
 		char		path[MAXPGPATH];
 		struct stat st;
 
+		snprintf(path, sizeof(path), "%s/%s", EXIT_DIR, de->d_name);
+		if (stale_tmp(de->d_name))
+		{
+			unlink(path);
+			continue;
+		}
 		if (de->d_name[0] == '.' || len <= strlen(SUFFIX) ||
 			strcmp(de->d_name + len - strlen(SUFFIX), SUFFIX) != 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", EXIT_DIR, de->d_name);
 		if (stat(path, &st) != 0)
 			continue;
 		if (n == cap)
@@ -581,21 +603,54 @@ prune_exit_dumps(void)
 	free(files);
 }
 
+/* Append the file at path to fd; false on any error. */
+static bool
+copy_file_to(const char *path, int fd)
+{
+	char		buf[65536];
+	int			in = open(path, O_RDONLY | PG_BINARY);
+	ssize_t		n;
+	bool		ok = in >= 0;
+
+	while (ok && (n = read(in, buf, sizeof(buf))) != 0)
+	{
+		ok = n > 0;
+		for (ssize_t done = 0; ok && done < n;)
+		{
+			ssize_t		w = write(fd, buf + done, (size_t) (n - done));
+
+			ok = w > 0;
+			done += w > 0 ? w : 0;
+		}
+	}
+	if (in >= 0)
+		close(in);
+	return ok;
+}
+
 /*
  * on_proc_exit callback: leave this backend's profile in heapprof/dumps when
- * it holds more than heapprof.dump_on_exit_threshold.  The process is going
- * away, so nothing here may raise an error: failures are logged and skipped.
+ * it holds more than heapprof.dump_on_exit_threshold.  During exit an ERROR
+ * would become FATAL, so this is plain C throughout -- jemalloc writes its
+ * dump to a file, heapprof writes the metadata and identity lines and copies
+ * the dump after them into a temporary file, then renames it -- and a
+ * failure just leaves nothing behind.
  */
 static void
 exit_dump(int code, Datum arg)
 {
+	static char identity[MAX_IDENTITY_TEXT];
 	hpj_status	st;
-	StringInfoData prof;
 	struct timeval tv;
 	struct tm	tm;
 	char		stamp[32];
 	char		type[64];
 	char		path[MAXPGPATH];
+	char		tmp[MAXPGPATH];
+	char		raw[MAXPGPATH];
+	char		head[256];
+	int			fd;
+	bool		ok;
 
 	if (hp_dump_on_exit_threshold_kb < 0 || hpj_probe() != HPJ_USABLE)
 		return;
@@ -612,26 +667,37 @@ exit_dump(int code, Datum arg)
 			*p = '_';
 	snprintf(path, sizeof(path), "%s/%s.%06ldZ-%d-%s%s", EXIT_DIR, stamp, (long) tv.tv_usec,
 			 MyProcPid, type, SUFFIX);
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, MyProcPid);
+	snprintf(raw, sizeof(raw), "%s/raw%s.tmp%d", EXIT_DIR, SUFFIX, MyProcPid);
 
-	PG_TRY();
+	(void) mkdir(STORE_DIR, S_IRWXU);
+	(void) mkdir(EXIT_DIR, S_IRWXU);
+	prune_exit_dumps();			/* room first, also when the disk is full */
+	if (hpj_dump(raw) != 0)
 	{
-		initStringInfo(&prof);
-		take_profile(&prof, GetSessionUserId(), MyProcPid);
-		make_dirs();
-		if (!write_atomically(path, prof.data, prof.len))
-			ereport(LOG,
-					(errcode_for_file_access(),
-					 errmsg("heapprof could not write exit dump \"%s\": %m", path)));
-		else
-			prune_exit_dumps();
+		unlink(raw);
+		return;
 	}
-	PG_CATCH();
+	snprintf(head, sizeof(head), "%%heapprof pid=%d owner=%u taken_at=" INT64_FORMAT " backend_type=%s\n",
+			 MyProcPid, GetSessionUserId(), GetCurrentTimestamp(), GetBackendTypeDesc(MyBackendType));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, S_IRUSR | S_IWUSR);
+	ok = fd >= 0;
+	if (ok)
 	{
-		/* at exit an error must not propagate: report it and go on exiting */
-		EmitErrorReport();
-		FlushErrorState();
+		size_t		idlen = hp_identity_text(identity, sizeof(identity));
+
+		ok = write(fd, head, strlen(head)) == (ssize_t) strlen(head) &&
+			write(fd, identity, idlen) == (ssize_t) idlen &&
+			copy_file_to(raw, fd) && pg_fsync(fd) == 0;
+		ok = close(fd) == 0 && ok;
 	}
-	PG_END_TRY();
+	unlink(raw);
+	if (!ok || rename(tmp, path) != 0)
+	{
+		unlink(tmp);
+		return;
+	}
+	prune_exit_dumps();
 }
 
 /* Arrange for this backend's exit dump (see exit_dump). */
