@@ -175,6 +175,26 @@ write_identity(StringInfo out)
 	pfree(buf);
 }
 
+/* Write all of buf to fd; false with errno set (ENOSPC for a short write). Plain C. */
+bool
+hp_write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0)
+	{
+		ssize_t		n = write(fd, buf, len);
+
+		if (n <= 0)
+		{
+			if (n == 0)
+				errno = ENOSPC;
+			return false;
+		}
+		buf += n;
+		len -= (size_t) n;
+	}
+	return true;
+}
+
 /* In a target process: the identity lines beside its dump.  0 or an errno. */
 int
 hp_write_identity_file(const char *dump_path)
@@ -182,25 +202,18 @@ hp_write_identity_file(const char *dump_path)
 	static char buf[IDENTITY_MAX];
 	char		path[MAXPGPATH];
 	size_t		len = hp_identity_text(buf, sizeof(buf));
-	size_t		done = 0;
 	int			fd;
 
 	snprintf(path, sizeof(path), "%s.ids", dump_path);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, S_IRUSR | S_IWUSR);
 	if (fd < 0)
 		return errno;
-	while (done < len)
+	if (!hp_write_all(fd, buf, len))
 	{
-		ssize_t		n = write(fd, buf + done, len - done);
+		int			save = errno;
 
-		if (n <= 0)
-		{
-			int			save = n < 0 ? errno : ENOSPC;
-
-			close(fd);
-			return save;
-		}
-		done += (size_t) n;
+		close(fd);
+		return save;
 	}
 	return close(fd) == 0 ? 0 : errno;
 }

@@ -40,6 +40,7 @@ extern void hp_take_remote_dump(int pid, struct StringInfoData *out);
 extern bool hp_read_file(const char *path, struct StringInfoData *out, bool missing_ok);
 extern int	hp_write_identity_file(const char *dump_path);
 extern size_t hp_identity_text(char *buf, size_t size);
+extern bool hp_write_all(int fd, const char *buf, size_t len);
 extern void hp_remove_dump_files(const char *dump_path);
 
 /* remote.c: requests to other server processes */

@@ -168,26 +168,19 @@ write_atomically(const char *path, const char *text, size_t len)
 {
 	char		tmp[MAXPGPATH];
 	int			fd;
-	size_t		done = 0;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, MyProcPid);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, S_IRUSR | S_IWUSR);
 	if (fd < 0)
 		return false;
-	while (done < len)
+	if (!hp_write_all(fd, text, len))
 	{
-		ssize_t		n = write(fd, text + done, len - done);
+		int			save = errno;
 
-		if (n <= 0)
-		{
-			int			save = n < 0 ? errno : ENOSPC;
-
-			close(fd);
-			unlink(tmp);
-			errno = save;
-			return false;
-		}
-		done += (size_t) n;
+		close(fd);
+		unlink(tmp);
+		errno = save;
+		return false;
 	}
 	if (pg_fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0)
 	{
@@ -613,16 +606,7 @@ copy_file_to(const char *path, int fd)
 	bool		ok = in >= 0;
 
 	while (ok && (n = read(in, buf, sizeof(buf))) != 0)
-	{
-		ok = n > 0;
-		for (ssize_t done = 0; ok && done < n;)
-		{
-			ssize_t		w = write(fd, buf + done, (size_t) (n - done));
-
-			ok = w > 0;
-			done += w > 0 ? w : 0;
-		}
-	}
+		ok = n > 0 && hp_write_all(fd, buf, (size_t) n);
 	if (in >= 0)
 		close(in);
 	return ok;
@@ -686,8 +670,7 @@ exit_dump(int code, Datum arg)
 	{
 		size_t		idlen = hp_identity_text(identity, sizeof(identity));
 
-		ok = write(fd, head, strlen(head)) == (ssize_t) strlen(head) &&
-			write(fd, identity, idlen) == (ssize_t) idlen &&
+		ok = hp_write_all(fd, head, strlen(head)) && hp_write_all(fd, identity, idlen) &&
 			copy_file_to(raw, fd) && pg_fsync(fd) == 0;
 		ok = close(fd) == 0 && ok;
 	}
