@@ -10,6 +10,7 @@
  * numbers, truncated as jeprof prints them; with a base they may be negative.
  */
 #include "pprof.h"
+#include "render.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -88,18 +89,6 @@ string_index(strings *st, const char *s)
 	if (added)
 		put_bytes(st->out, PROFILE_STRING_TABLE, s, strlen(s));
 	return (int64_t) i;
-}
-
-static int64_t
-whole(double v)
-{
-	if (!(v == v))
-		return 0;
-	if (v >= 9.2e18)
-		return INT64_MAX;
-	if (v <= -9.2e18)
-		return INT64_MIN;
-	return (int64_t) v;
 }
 
 static void
@@ -265,8 +254,8 @@ hp_render_pprof(hp_arena *a, const hp_graph *g, const hp_profile *p,
 		for (uint32_t j = 0; j < path->nframes; j++)
 			put_varint(&ids, path->frames[j] + 1);
 		hp_buf_init(&vals, a);
-		put_varint(&vals, (uint64_t) whole(path->objs));
-		put_varint(&vals, (uint64_t) whole(path->bytes));
+		put_varint(&vals, (uint64_t) hp_whole(path->objs));
+		put_varint(&vals, (uint64_t) hp_whole(path->bytes));
 		hp_buf_init(&msg, a);
 		put_message(&msg, SAMPLE_LOCATION_ID, &ids);	/* packed */
 		put_message(&msg, SAMPLE_VALUE, &vals);

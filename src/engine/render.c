@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Perl's %d of a double: truncate toward zero. */
-static long long
-truncated(double v)
+long long
+hp_whole(double v)
 {
 	if (!(v == v))
 		return 0;
@@ -30,7 +29,7 @@ static void
 unparse(const hp_options *o, double v, char *buf, size_t len)
 {
 	if (o->measure == HP_INUSE_OBJECTS || o->show_bytes)
-		snprintf(buf, len, "%lld", truncated(v));
+		snprintf(buf, len, "%lld", hp_whole(v));
 	else
 		snprintf(buf, len, "%.1f", v / 1048576.0);
 }
@@ -190,8 +189,8 @@ void
 hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 {
 	double		L = g->local_total;
-	double		nodelimit = truncated(o->nodefraction * L);
-	double		edgelimit = truncated(o->edgefraction * L);
+	double		nodelimit = hp_whole(o->nodefraction * L);
+	double		edgelimit = hp_whole(o->edgefraction * L);
 	const hp_func **nodes = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(*nodes));
 	uint32_t   *node_of = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(uint32_t));
 	size_t		n = 0;
@@ -295,7 +294,7 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 			weight = 100000;
 		unparse(o, v, v1, sizeof(v1));
 		hp_buf_printf(out, "N%u -> N%u [label=%s, weight=%lld, style=\"setlinewidth(%f)%s\"];\n",
-					  ev[e].src, ev[e].dst, v1, truncated(weight), fraction * 2,
+					  ev[e].src, ev[e].dst, v1, hp_whole(weight), fraction * 2,
 					  ev[e].dashed ? ",dashed" : "");
 	}
 	hp_buf_printf(out, "}\n");
@@ -339,6 +338,6 @@ hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out)
 			if (j > 0)
 				hp_buf_append(out, ";", 1);
 		}
-		hp_buf_printf(out, " %lld\n", truncated(path->value));
+		hp_buf_printf(out, " %lld\n", hp_whole(path->value));
 	}
 }

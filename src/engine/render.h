@@ -22,6 +22,9 @@ extern void hp_render_text(hp_arena *a, const hp_graph *g, const hp_options *o,
 extern void hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out);
 extern void hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out);
 
+/* Perl's %d of a double, as jeprof prints counts: truncated toward zero, clamped, NaN = 0. */
+extern long long hp_whole(double v);
+
 /* jeprof's Percent(): "%.1f%%", or nan / +inf / -inf of a zero total. */
 extern void hp_percent(double n, double total, char *buf, size_t len);
 

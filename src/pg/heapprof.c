@@ -43,9 +43,9 @@ client_started(struct Port *port, int status)
 	if (status != STATUS_OK)
 		return;
 	hp_store_register_exit();
-	if (enable_at_start && hpj_probe() == HPJ_USABLE)
-		hpj_set_active(true);
-	hp_publish_state();
+	/* publish only what changed: most backends start with nothing to tell */
+	if (enable_at_start && hpj_probe() == HPJ_USABLE && hpj_set_active(true) == 0)
+		hp_publish_state();
 }
 
 void

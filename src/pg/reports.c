@@ -404,18 +404,6 @@ pct_datum(double v, double total, bool *isnull)
 	return Float8GetDatum(*isnull ? 0 : round(pct * 10) / 10);
 }
 
-static int64
-whole(double v)
-{
-	if (!(v == v))
-		return 0;
-	if (v >= (double) PG_INT64_MAX)
-		return PG_INT64_MAX;
-	if (v <= (double) PG_INT64_MIN)
-		return PG_INT64_MIN;
-	return (int64) v;
-}
-
 static void
 emit_top(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 {
@@ -429,10 +417,10 @@ emit_top(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 		bool		nulls[8] = {0};
 
 		values[0] = Int32GetDatum((int32) (i + 1));
-		values[1] = Int64GetDatum(whole(row->flat));
+		values[1] = Int64GetDatum(hp_whole(row->flat));
 		values[2] = pct_datum(row->flat, total, &nulls[2]);
 		values[3] = pct_datum(row->running, total, &nulls[3]);
-		values[4] = Int64GetDatum(whole(row->cum));
+		values[4] = Int64GetDatum(hp_whole(row->cum));
 		values[5] = pct_datum(row->cum, total, &nulls[5]);
 		values[6] = SafeTextDatum(row->func->name);
 		if (row->func->location)
@@ -458,8 +446,8 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r, const hp_options *o)
 
 		for (uint32 j = 0; j < path->nframes; j++)
 			frames[j] = SafeTextDatum(g->funcs[path->frames[j]].name);
-		values[0] = Int64GetDatum(whole(path->bytes));
-		values[1] = Int64GetDatum(whole(path->objs));
+		values[0] = Int64GetDatum(hp_whole(path->bytes));
+		values[1] = Int64GetDatum(hp_whole(path->objs));
 		values[2] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		pfree(frames);
