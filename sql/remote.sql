@@ -9,16 +9,16 @@ SELECT dblink_connect('target', :'conn' || ' user=postgres');
 SELECT * FROM dblink('target', 'SELECT pg_backend_pid()') AS t(pid int) \gset target_
 SELECT * FROM dblink('target', 'SELECT heapprof_reset()') AS t(r bigint);
 
--- an idle session: switched on, then its allocations reported here, fast
+-- an idle session answers at once; then its allocations are reported here
 SELECT clock_timestamp() AS t0 \gset
 SELECT heapprof_enable(pid => :target_pid);
 SELECT active FROM heapprof_status(pid => :target_pid);
+SELECT clock_timestamp() - :'t0' < interval '1 second' AS within_a_second;
 SELECT active FROM heapprof_status();
 SELECT * FROM dblink('target', 'SELECT heapprof_test_hold(4194304)') AS t(held bigint);
 SELECT flat_bytes, function FROM heapprof_top(1, pid => :target_pid);
 SELECT count(*) > 3 AS graph FROM heapprof_dump_dot(pid => :target_pid);
 SELECT bytes, frames[1:4] FROM heapprof_stacks(pid => :target_pid) WHERE frames[1] = 'hpt_leaf_alloc';
-SELECT clock_timestamp() - :'t0' < interval '1 second' AS within_a_second;
 SELECT pid = :target_pid AS target, backend_type, active FROM heapprof_backends() WHERE pid = :target_pid;
 
 -- a snapshot of another process, and a diff against it
