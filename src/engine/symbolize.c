@@ -201,6 +201,21 @@ hp_symbolizer_memory(const hp_symbolizer *s)
 }
 
 /* Index the lines of a maps text that map a file. */
+/*
+ * Double a malloc'ed array of *cap elements of elem bytes (first: the
+ * initial capacity).  NULL when memory ran out; the array is then untouched.
+ */
+static void *
+grow_array(void *arr, size_t *cap, size_t first, size_t elem)
+{
+	size_t		ncap = *cap ? *cap * 2 : first;
+	void	   *v = ncap <= SIZE_MAX / elem ? realloc(arr, ncap * elem) : NULL;
+
+	if (v != NULL)
+		*cap = ncap;
+	return v;
+}
+
 static hp_status
 parse_maps(hp_symbolizer *s, const char *maps, size_t len)
 {
@@ -234,13 +249,11 @@ parse_maps(hp_symbolizer *s, const char *maps, size_t len)
 		{
 			if (s->nlines == cap)
 			{
-				size_t		ncap = cap ? cap * 2 : 64;
-				map_line   *v = realloc(s->lines, ncap * sizeof(*v));
+				map_line   *v = grow_array(s->lines, &cap, 64, sizeof(*v));
 
 				if (v == NULL)
 					return HP_ENOMEM;
 				s->lines = v;
-				cap = ncap;
 			}
 			s->lines[s->nlines++] = (map_line) {start, maj, min, inode};
 		}
@@ -329,8 +342,7 @@ filter_maps(const char *maps, size_t len, char *out)
 			{
 				if (nruns == cap)
 				{
-					size_t		ncap = cap ? cap * 2 : 256;
-					map_run    *v = realloc(runs, ncap * sizeof(*v));
+					map_run    *v = grow_array(runs, &cap, 256, sizeof(*v));
 
 					if (v == NULL)
 					{
@@ -339,7 +351,6 @@ filter_maps(const char *maps, size_t len, char *out)
 						return len;		/* unfiltered: names may suffer, nothing worse */
 					}
 					runs = v;
-					cap = ncap;
 				}
 				runs[nruns++] = (map_run) {p, eol, path, plen, exec, true};
 			}
@@ -491,13 +502,11 @@ push_sym(sym_range **v, size_t *n, size_t *cap, sym_range r)
 {
 	if (*n == *cap)
 	{
-		size_t		ncap = *cap ? *cap * 2 : 1024;
-		sym_range  *nv = realloc(*v, ncap * sizeof(**v));
+		sym_range  *nv = grow_array(*v, cap, 1024, sizeof(**v));
 
 		if (nv == NULL)
 			return false;
 		*v = nv;
-		*cap = ncap;
 	}
 	(*v)[(*n)++] = r;
 	return true;
@@ -705,13 +714,11 @@ index_fdes(Dwfl_Module *mod, mod_index *ix)
 		{
 			if (ncies == ciecap)
 			{
-				size_t		ncap = ciecap ? ciecap * 2 : 8;
-				cie_enc    *v = realloc(cies, ncap * sizeof(*v));
+				cie_enc    *v = grow_array(cies, &ciecap, 8, sizeof(*v));
 
 				if (v == NULL)
 					break;
 				cies = v;
-				ciecap = ncap;
 			}
 			cies[ncies++] = (cie_enc) {off, cie_fde_encoding(&entry.cie)};
 		}
@@ -734,13 +741,11 @@ index_fdes(Dwfl_Module *mod, mod_index *ix)
 			{
 				if (ix->nfdes == cap)
 				{
-					size_t		ncap = cap ? cap * 2 : 1024;
-					fde_range  *v = realloc(ix->fdes, ncap * sizeof(*v));
+					fde_range  *v = grow_array(ix->fdes, &cap, 1024, sizeof(*v));
 
 					if (v == NULL)
 						break;
 					ix->fdes = v;
-					cap = ncap;
 				}
 				ix->fdes[ix->nfdes++] = (fde_range) {lo, lo + len};
 			}
@@ -1063,14 +1068,13 @@ push_range(cu_index *ci, int depth, uint64_t lo, uint64_t hi, Dwarf_Off die)
 {
 	if (ci->nlevel[depth] == ci->cap[depth])
 	{
-		size_t		ncap = ci->cap[depth] ? ci->cap[depth] * 2 : 16;
-		fn_range   *v = realloc(ci->level[depth], ncap * sizeof(*v));
+		size_t		old = ci->cap[depth];
+		fn_range   *v = grow_array(ci->level[depth], &ci->cap[depth], 16, sizeof(*v));
 
 		if (v == NULL)
 			return false;
 		ci->level[depth] = v;
-		ci->bytes += (ncap - ci->cap[depth]) * sizeof(*v);
-		ci->cap[depth] = ncap;
+		ci->bytes += (ci->cap[depth] - old) * sizeof(*v);
 	}
 	ci->level[depth][ci->nlevel[depth]++] = (fn_range) {lo, hi, die};
 	return true;
