@@ -8,15 +8,13 @@ EXTENSION  = heapprof
 DATA       = heapprof--1.0.sql
 PGFILEDESC = "heapprof - jemalloc heap profiling from SQL"
 
-# The pipeline: jemalloc binding, then the engine (plain C, no PostgreSQL
-# headers), then the thin PostgreSQL layer.
-JEMALLOC_OBJS = src/jemalloc.o
-ENGINE_OBJS   = src/engine/arena.o src/engine/parse.o src/engine/unsample.o \
-                src/engine/symbolize.o src/engine/graph.o src/engine/render.o src/engine/pprof.o \
-                src/engine/flame.o \
-                src/engine/report.o
-PG_OBJS       = src/pg/heapprof.o src/pg/control.o src/pg/dump.o src/pg/fold.o src/pg/store.o src/pg/remote.o src/pg/reports.o
-OBJS          = $(JEMALLOC_OBJS) $(ENGINE_OBJS) $(PG_OBJS)
+# The layers: the jemalloc binding and PostgreSQL's allocator names (plain C),
+# the engine (src/engine: a library of plain C without PostgreSQL headers,
+# see its own Makefile for its tests), then the PostgreSQL layer (src/pg).
+COMMON_OBJS = src/jemalloc.o src/fold_names.o
+ENGINE_OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/engine/*.c)))
+PG_OBJS     = $(patsubst %.c,%.o,$(sort $(wildcard src/pg/*.c)))
+OBJS        = $(COMMON_OBJS) $(ENGINE_OBJS) $(PG_OBJS)
 
 # Named in error hints; the file jemalloc is preloaded from on this machine.
 JEMALLOC_SO ?= $(firstword $(wildcard /usr/lib/*/libjemalloc.so.2 /usr/lib64/libjemalloc.so.2 /usr/lib/libjemalloc.so.2) libjemalloc.so.2)
@@ -48,7 +46,7 @@ $(OBJS) src/cli/heapprof-report.o: $(HEADERS_ALL)
 # heapprof-report: the engine as an offline command (same objects, no server).
 REPORT = heapprof-report
 all: $(REPORT)
-$(REPORT): src/cli/heapprof-report.o $(ENGINE_OBJS)
+$(REPORT): src/cli/heapprof-report.o src/fold_names.o $(ENGINE_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) -ldw -lelf -lz -lm -o $@
 
 # pg_heapprof: the libpq client.
@@ -64,7 +62,7 @@ install-report: $(REPORT) $(CLIENT)
 uninstall: uninstall-report
 uninstall-report:
 	rm -f '$(DESTDIR)$(bindir)/$(REPORT)' '$(DESTDIR)$(bindir)/$(CLIENT)'
-EXTRA_CLEAN = $(REPORT) $(CLIENT) src/cli/heapprof-report.o
+EXTRA_CLEAN = $(REPORT) $(CLIENT) src/cli/heapprof-report.o src/engine/build
 .PHONY: install-report uninstall-report check-ubsan
 
 # The regression suite over an UndefinedBehaviorSanitizer build (see the test).

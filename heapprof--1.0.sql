@@ -9,7 +9,7 @@
 -- calling backend (needs heapprof in shared_preload_libraries).
 
 -- A named row type: its pid column and the pid parameter may share a name.
-CREATE TYPE heapprof_status_row AS (
+CREATE TYPE @extschema@.heapprof_status_row AS (
     pid integer,
     jemalloc boolean,
     jemalloc_version text,
@@ -21,22 +21,22 @@ CREATE TYPE heapprof_status_row AS (
     resident_bytes bigint,
     hint text);
 
-CREATE FUNCTION heapprof_status(pid integer DEFAULT NULL)
-RETURNS heapprof_status_row
+CREATE FUNCTION @extschema@.heapprof_status(pid integer DEFAULT NULL)
+RETURNS @extschema@.heapprof_status_row
 AS 'MODULE_PATHNAME', 'heapprof_status'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_enable(pid integer DEFAULT NULL)
+CREATE FUNCTION @extschema@.heapprof_enable(pid integer DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'heapprof_enable'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_disable(pid integer DEFAULT NULL)
+CREATE FUNCTION @extschema@.heapprof_disable(pid integer DEFAULT NULL)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'heapprof_disable'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_reset(sample_interval bigint DEFAULT NULL, pid integer DEFAULT NULL)
+CREATE FUNCTION @extschema@.heapprof_reset(sample_interval bigint DEFAULT NULL, pid integer DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'heapprof_reset'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -44,7 +44,7 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 -- The processes heapprof can reach, to pick a pid.  active and
 -- allocated_bytes are what a process last published (NULL until it took
 -- part in heapprof).
-CREATE FUNCTION heapprof_backends()
+CREATE FUNCTION @extschema@.heapprof_backends()
 RETURNS TABLE(
     pid integer,
     backend_type text,
@@ -54,6 +54,18 @@ RETURNS TABLE(
     active boolean,
     allocated_bytes bigint)
 AS 'MODULE_PATHNAME', 'heapprof_backends'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+-- The requests to other processes under way (superusers: who holds the slots).
+CREATE FUNCTION @extschema@.heapprof_requests()
+RETURNS TABLE(
+    requester integer,
+    requester_role text,
+    target integer,
+    operation text,
+    state text,
+    since timestamptz)
+AS 'MODULE_PATHNAME', 'heapprof_requests'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- Reports ---------------------------------------------------------------------
@@ -70,7 +82,7 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 --   dump           report on this stored profile instead of the backend now
 --   pid            report on server process pid instead of the calling backend
 
-CREATE FUNCTION heapprof_dump_dot(
+CREATE FUNCTION @extschema@.heapprof_dump_dot(
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
     ignore text DEFAULT NULL,
@@ -87,7 +99,7 @@ RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_dot'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_dump_text(
+CREATE FUNCTION @extschema@.heapprof_dump_text(
     n integer DEFAULT NULL,
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
@@ -102,7 +114,7 @@ RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_text'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_dump_collapsed(
+CREATE FUNCTION @extschema@.heapprof_dump_collapsed(
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
     ignore text DEFAULT NULL,
@@ -115,7 +127,7 @@ RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_collapsed'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_top(
+CREATE FUNCTION @extschema@.heapprof_top(
     n integer DEFAULT 20,
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
@@ -137,7 +149,7 @@ RETURNS TABLE(
 AS 'MODULE_PATHNAME', 'heapprof_top'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_stacks(
+CREATE FUNCTION @extschema@.heapprof_stacks(
     focus text DEFAULT NULL,
     ignore text DEFAULT NULL,
     fold boolean DEFAULT true,
@@ -151,7 +163,7 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
 -- One self-contained interactive SVG flame graph (search, zoom, tooltips);
 -- with base, colors show growth (red) and shrinkage (blue).
-CREATE FUNCTION heapprof_dump_flamegraph(
+CREATE FUNCTION @extschema@.heapprof_dump_flamegraph(
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
     ignore text DEFAULT NULL,
@@ -167,7 +179,7 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
 -- gzip-compressed pprof protobuf (inuse_objects, inuse_space), for go tool
 -- pprof and speedscope; objects picks the default sample type.
-CREATE FUNCTION heapprof_dump_pprof(
+CREATE FUNCTION @extschema@.heapprof_dump_pprof(
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
     ignore text DEFAULT NULL,
@@ -180,13 +192,13 @@ RETURNS bytea
 AS 'MODULE_PATHNAME', 'heapprof_dump_pprof'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_dump_raw(pid integer DEFAULT NULL)
+CREATE FUNCTION @extschema@.heapprof_dump_raw(pid integer DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'heapprof_dump_raw'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
 -- Drop this backend's symbol caches (they are rebuilt on the next report).
-CREATE FUNCTION heapprof_forget_symbols()
+CREATE FUNCTION @extschema@.heapprof_forget_symbols()
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'heapprof_forget_symbols'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
@@ -195,12 +207,12 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- Keep this backend's profile now under a name (for the session; persist
 -- also writes $PGDATA/heapprof/snapshots/NAME.heap).  Returns its total bytes.
-CREATE FUNCTION heapprof_snapshot(name text, persist boolean DEFAULT false, pid integer DEFAULT NULL)
+CREATE FUNCTION @extschema@.heapprof_snapshot(name text, persist boolean DEFAULT false, pid integer DEFAULT NULL)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'heapprof_snapshot'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_snapshots()
+CREATE FUNCTION @extschema@.heapprof_snapshots()
 RETURNS TABLE(
     name text,
     pid integer,
@@ -212,13 +224,13 @@ RETURNS TABLE(
 AS 'MODULE_PATHNAME', 'heapprof_snapshots'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
-CREATE FUNCTION heapprof_drop_snapshot(name text)
+CREATE FUNCTION @extschema@.heapprof_drop_snapshot(name text)
 RETURNS void
 AS 'MODULE_PATHNAME', 'heapprof_drop_snapshot'
-LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
 -- Profiles left by backends that exited above heapprof.dump_on_exit_threshold.
-CREATE FUNCTION heapprof_dumps()
+CREATE FUNCTION @extschema@.heapprof_dumps()
 RETURNS TABLE(
     name text,
     pid integer,
@@ -231,19 +243,31 @@ AS 'MODULE_PATHNAME', 'heapprof_dumps'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 -- Permissions: profiling exposes memory layout and costs speed -------------
+-- Every object is qualified and no expression is evaluated, so nothing a
+-- role planted in a schema on the search_path can run here ("Security
+-- Considerations for Extension Scripts").
 
-DO $$
-DECLARE
-    fn regprocedure;
-BEGIN
-    FOR fn IN
-        SELECT p.oid FROM pg_proc p
-        JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
-        JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'heapprof'
-    LOOP
-        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', fn);
-    END LOOP;
-END $$;
+REVOKE ALL ON FUNCTION
+    @extschema@.heapprof_status(integer),
+    @extschema@.heapprof_enable(integer),
+    @extschema@.heapprof_disable(integer),
+    @extschema@.heapprof_reset(bigint, integer),
+    @extschema@.heapprof_backends(),
+    @extschema@.heapprof_requests(),
+    @extschema@.heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean, boolean, text, boolean, text, integer),
+    @extschema@.heapprof_dump_text(integer, boolean, text, text, boolean, boolean, text, boolean, text, integer),
+    @extschema@.heapprof_dump_collapsed(boolean, text, text, boolean, text, boolean, text, integer),
+    @extschema@.heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer),
+    @extschema@.heapprof_stacks(text, text, boolean, text, boolean, text, integer),
+    @extschema@.heapprof_dump_flamegraph(boolean, text, text, boolean, text, boolean, text, integer, text),
+    @extschema@.heapprof_dump_pprof(boolean, text, text, boolean, text, boolean, text, integer),
+    @extschema@.heapprof_dump_raw(integer),
+    @extschema@.heapprof_forget_symbols(),
+    @extschema@.heapprof_snapshot(text, boolean, integer),
+    @extschema@.heapprof_snapshots(),
+    @extschema@.heapprof_drop_snapshot(text),
+    @extschema@.heapprof_dumps()
+FROM PUBLIC;
 
 -- status shows no addresses, only sizes and settings
-GRANT EXECUTE ON FUNCTION heapprof_status(integer) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION @extschema@.heapprof_status(integer) TO pg_monitor;

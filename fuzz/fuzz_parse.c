@@ -1,68 +1,169 @@
 /*
- * fuzz_parse.c -- libFuzzer target for the dump parser and everything after it.
+ * fuzz_parse.c -- libFuzzer target for everything that reads untrusted text.
  *
  * A backend parses whatever jemalloc wrote, and heapprof-report whatever file
- * it is given: a crash in a backend restarts the whole server, so the
- * parser, unsampling, aggregation and every renderer must survive any input.
- * The maps section is not handed to libdwfl (it would open files named by
- * the input); frames then get address labels, which exercises the same code.
+ * it is given: a crash in a backend restarts the whole server, so every
+ * reader and stage must survive any input.  Each input goes through:
+ *  - the "%" line readers (stored-profile metadata, header length);
+ *  - the maps reader, over the whole input and over the dump's maps section;
+ *  - the pipeline: parse, unsample, locate, graph (with the input as its own
+ *    base on odd sizes), and every renderer: text, top, dot, collapsed, the
+ *    flame graph and pprof (whose mappings come from the maps section).
+ * The symbolizer is not given the maps section (libdwfl would open files the
+ * input names): frames get address labels, which exercises the same code.
+ * The engine's environment is malloc with errors that longjmp back here; on
+ * some sizes allocation fails after a number of blocks, or an interrupt
+ * jumps out, so the error paths are fuzzed too, and the arena freed after
+ * each input must leave nothing behind (LeakSanitizer).
  *
  * Build and run: make -C fuzz run SECONDS=60 (clang, ASan, UBSan).
  */
+#include "engine/maps.h"
 #include "engine/report.h"
+#include "fold_names.h"
 
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+typedef struct harness
+{
+	hp_env		env;
+	jmp_buf		jump;
+	long		allocs_left;	/* fail the allocation after these; < 0: never */
+	int			interrupts_left;	/* jump out at this interrupt; 0: never */
+} harness;
+
 static hp_symbolizer *symbolizer;
 
+static void *
+fuzz_alloc(void *ctx, size_t size)
+{
+	harness    *h = ctx;
+	void	   *p;
+
+	if (h->allocs_left == 0 || (p = malloc(size)) == NULL)
+		hp_fail(&h->env, HP_ENOMEM, "out of memory");
+	if (h->allocs_left > 0)
+		h->allocs_left--;
+	return p;
+}
+
+static void
+fuzz_free(void *ctx, void *ptr)
+{
+	free(ptr);
+}
+
+static void
+fuzz_error(void *ctx, hp_status code, const char *message)
+{
+	harness    *h = ctx;
+
+	longjmp(h->jump, 1);
+}
+
+static void
+fuzz_interrupt(void *ctx)
+{
+	harness    *h = ctx;
+
+	if (h->interrupts_left > 0 && --h->interrupts_left == 0)
+		longjmp(h->jump, 2);
+}
+
 static bool
-substring_match(void *pattern, const char *s)
+substring_match(void *ctx, void *pattern, const char *s)
 {
 	return strstr(s, pattern) != NULL;
+}
+
+/* Every mapping of [p, end): the reader must stay inside and terminate. */
+static void
+read_maps(const char *p, const char *end)
+{
+	hp_mapping	m;
+	size_t		sum = 0;
+
+	while (hp_maps_next(&p, end, &m))
+		sum += m.pathlen + m.linelen;
+	(void) sum;
+}
+
+/* The stages one by one, as hp_analyze runs them, plus every renderer. */
+static void
+pipeline(hp_arena *a, const char *text, size_t size, const hp_options *o)
+{
+	hp_profile	p;
+	hp_profile	nomaps;
+	hp_located	pl;
+	hp_graph	g;
+	hp_buf		out;
+	hp_row	   *rows;
+	char		err[256];
+
+	if (hp_parse(a, text, size, &p, err, sizeof(err)) != HP_OK)
+		return;
+	hp_unsample(&p);
+	read_maps(p.maps, p.maps ? p.maps + p.maps_len : NULL);
+	/* no maps for libdwfl: it must not open files the input names */
+	nomaps = p;
+	nomaps.maps = NULL;
+	nomaps.maps_len = 0;
+	hp_symbolize_profile(a, symbolizer, &nomaps, &pl);
+	/* odd sizes subtract the profile from itself: a diff of every stack */
+	hp_build_graph(a, &p, &pl, size % 2 ? &p : NULL, size % 2 ? &pl : NULL, o, &g);
+	hp_buf_init(&out, a);
+	hp_render_text(a, &g, o, SIZE_MAX, &out);
+	hp_render_dot(a, &g, o, &out);
+	hp_render_collapsed(a, &g, &out);
+	hp_top(a, &g, 20, &rows);
+	hp_render_flamegraph(a, &g, o, "fuzz", size % 2, &out);
+	hp_buf_init(&out, a);
+	hp_render_pprof(a, &p, &pl, &g, o, &out);
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	hp_arena	arena;
-	hp_profile	p;
-	hp_graph	g;
-	hp_buf		out;
-	hp_row	   *rows;
-	char		err[256];
+	const char *text = (const char *) data;
+	static harness h;
+	static hp_arena arena;	/* modified after setjmp */
 	hp_options	o = HP_OPTIONS_DEFAULT;
+	hp_meta		meta;
 
 	if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
 		abort();
-	hp_arena_init(&arena);
-	if (setjmp(arena.oom) == 0 &&
-		hp_parse(&arena, (const char *) data, size, &p, err, sizeof(err)) == HP_OK)
-	{
-		hp_unsample(&p);
-		/* no maps: libdwfl must not open files the input names */
-		p.maps = NULL;
-		p.maps_len = 0;
-		o.measure = size % 2 ? HP_INUSE_OBJECTS : HP_INUSE_SPACE;
-		o.show_bytes = size % 3 == 0;
-		o.focus = size % 5 == 0 ? "0x" : NULL;
-		o.ignore = size % 7 == 0 ? "f" : NULL;
-		o.match = substring_match;
-		o.fold_names = size % 11 == 0 ? hp_postgres_allocator : NULL;
-		o.drop_negative = size % 13 == 0;
-		/* odd sizes subtract the profile from itself: a diff of every stack */
-		if (hp_build_graph(&arena, &p, size % 2 ? &p : NULL, symbolizer, &o, &g, err, sizeof(err)) == HP_OK)
-		{
-			hp_buf_init(&out, &arena);
-			hp_render_text(&arena, &g, &o, SIZE_MAX, &out);
-			hp_render_dot(&arena, &g, &o, &out);
-			hp_render_collapsed(&arena, &g, &out);
-			hp_top(&arena, &g, 20, &rows);
-		}
-	}
+	memset(&h, 0, sizeof(h));
+	h.env.alloc = fuzz_alloc;
+	h.env.free = fuzz_free;
+	h.env.error = fuzz_error;
+	h.env.interrupt = fuzz_interrupt;
+	h.env.match = substring_match;
+	h.env.ctx = &h;
+	h.allocs_left = size % 19 == 0 ? (long) (size % 97) : -1;
+	h.interrupts_left = size % 23 == 0 ? 1 : 0;
+
+	hp_read_meta(text, size, &meta);
+	if (hp_header_length(text, size) > size)
+		abort();
+	read_maps(text, text + size);
+
+	o.measure = size % 2 ? HP_INUSE_OBJECTS : HP_INUSE_SPACE;
+	o.show_bytes = size % 3 == 0;
+	o.focus = size % 5 == 0 ? "0x" : NULL;
+	o.ignore = size % 7 == 0 ? "f" : NULL;
+	o.fold = size % 11 == 0 || size % 17 == 0;
+	o.fold_names = size % 11 == 0 ? hp_postgres_allocator : NULL;
+	o.drop_negative = size % 13 == 0;
+	o.home_object = "postgres";
+
+	hp_arena_init(&arena, &h.env);
+	if (setjmp(h.jump) == 0)
+		pipeline(&arena, text, size, &o);
 	hp_arena_free(&arena);
 	return 0;
 }

@@ -41,6 +41,7 @@ SELECT * FROM dblink(:'other', 'SELECT flat_bytes FROM heapprof_top(1, dump => '
 SELECT heapprof_test_error('SELECT heapprof_snapshot(''before'')');
 SELECT heapprof_test_error('SELECT heapprof_snapshot(''../etc/passwd'')');
 SELECT heapprof_test_error('SELECT heapprof_snapshot(NULL)');
+SELECT heapprof_test_error('SELECT heapprof_drop_snapshot(NULL)');
 SELECT heapprof_test_error('SELECT * FROM heapprof_top(base => ''nosuch'')');
 SELECT heapprof_test_error('SELECT * FROM heapprof_top(dump => ''nosuch'')');
 SELECT heapprof_test_error('SELECT heapprof_drop_snapshot(''nosuch'')');
@@ -75,8 +76,14 @@ SELECT heapprof_test_error('SELECT * FROM heapprof_top(base => ''leaky'')');
 RESET ROLE;
 SELECT name, owner FROM heapprof_snapshots() WHERE name = 'alice_snap';
 SELECT heapprof_drop_snapshot('alice_snap');
-SELECT heapprof_drop_snapshot('leaky');
 SELECT heapprof_drop_snapshot('before');
+-- the jemalloc binding initialises itself: a fresh session's first report,
+-- on a stored profile, measures its symbol caches against the limit
+\c
+SET heapprof.symbol_cache_limit = 0;
+SELECT count(*) > 0 AS has_rows FROM heapprof_top(dump => 'leaky');
+SELECT heapprof_forget_symbols() AS kept_beyond_limit;
+SELECT heapprof_drop_snapshot('leaky');
 SELECT count(*) AS left_over FROM heapprof_snapshots();
 SELECT count(*) AS files FROM pg_ls_dir('heapprof/snapshots') AS f;
 REVOKE EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer), heapprof_snapshots(),

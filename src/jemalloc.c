@@ -17,10 +17,20 @@
 typedef int (*mallctl_fn) (const char *, void *, size_t *, void *, size_t);
 
 static mallctl_fn mallctl_ptr;
-static const char *lib_path;
 static uintptr_t lib_base;
 static bool probed;
 static hpj_state state;
+
+/*
+ * The binding initialises itself: every entry point probes first (cheap
+ * after the first call), so no caller depends on another having probed.
+ */
+static mallctl_fn
+ctl(void)
+{
+	hpj_probe();
+	return mallctl_ptr;
+}
 
 /* Read a mallctl value of exactly the size of *out. */
 #define READ_CTL(name, out) \
@@ -66,7 +76,6 @@ hpj_probe(void)
 		return state = HPJ_NOT_ALLOCATOR;
 
 	mallctl_ptr = (mallctl_fn) mallctl_sym;
-	lib_path = ctl_info.dli_fname;
 	lib_base = (uintptr_t) ctl_info.dli_fbase;
 
 	if (READ_CTL("config.prof", &flag) != 0 || !flag)
@@ -74,13 +83,6 @@ hpj_probe(void)
 	if (READ_CTL("opt.prof", &flag) != 0 || !flag)
 		return state = HPJ_PROF_OFF;
 	return state = HPJ_USABLE;
-}
-
-const char *
-hpj_library_path(void)
-{
-	hpj_probe();
-	return lib_path;
 }
 
 uintptr_t
@@ -135,7 +137,7 @@ hpj_get_status(hpj_status *st)
 int
 hpj_set_active(bool on)
 {
-	if (mallctl_ptr == NULL)
+	if (ctl() == NULL)
 		return ENOENT;
 	return mallctl_ptr("prof.active", NULL, NULL, &on, sizeof(on));
 }
@@ -145,7 +147,7 @@ hpj_reset(int lg_sample)
 {
 	size_t		lg = (size_t) lg_sample;
 
-	if (mallctl_ptr == NULL)
+	if (ctl() == NULL)
 		return ENOENT;
 	if (lg_sample < 0)
 		return mallctl_ptr("prof.reset", NULL, NULL, NULL, 0);
@@ -155,7 +157,7 @@ hpj_reset(int lg_sample)
 int
 hpj_dump(const char *path)
 {
-	if (mallctl_ptr == NULL)
+	if (ctl() == NULL)
 		return ENOENT;
 	return mallctl_ptr("prof.dump", NULL, NULL, &path, sizeof(path));
 }
@@ -171,7 +173,7 @@ hpj_thread_active(bool on, bool *was)
 	size_t		size = sizeof(old);
 	int			rc;
 
-	if (mallctl_ptr == NULL)
+	if (ctl() == NULL)
 		return ENOENT;
 	rc = mallctl_ptr("thread.prof.active", &old, &size, &on, sizeof(on));
 	if (was)
@@ -185,7 +187,7 @@ hpj_thread_net(void)
 	uint64_t	allocated;
 	uint64_t	deallocated;
 
-	if (mallctl_ptr == NULL ||
+	if (ctl() == NULL ||
 		READ_CTL("thread.allocated", &allocated) != 0 ||
 		READ_CTL("thread.deallocated", &deallocated) != 0)
 		return 0;

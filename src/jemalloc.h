@@ -44,12 +44,11 @@ typedef struct hpj_status
 #define HPJ_MAX_LG_SAMPLE 30
 
 extern hpj_state hpj_probe(void);
-extern const char *hpj_library_path(void);
 /* Where the object defining mallctl is loaded (its ELF header), or 0. */
 extern uintptr_t hpj_library_base(void);
 extern void hpj_get_status(hpj_status *st);
 
-/* These return 0 or an errno value from mallctl (ENOENT without jemalloc). */
+/* These return 0 or an errno value from mallctl (ENOENT without jemalloc); none needs hpj_probe() first. */
 extern int	hpj_set_active(bool on);
 extern int	hpj_reset(int lg_sample);	/* lg_sample < 0 keeps the interval */
 extern int	hpj_dump(const char *path);

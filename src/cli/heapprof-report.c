@@ -6,11 +6,13 @@
  * process on this machine) can be read offline and compared with jeprof.
  */
 #include "engine/report.h"
+#include "fold_names.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <regex.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,14 +92,53 @@ read_file(const char *path, size_t *len)
 	return buf;
 }
 
+/*
+ * The engine's environment: malloc, and an error is a message naming the
+ * dump, then exit status 1 (a malformed dump, memory).
+ */
+static void *
+env_alloc(void *ctx, size_t size)
+{
+	void	   *p = malloc(size);
+
+	if (p == NULL)
+		hp_fail(ctx, HP_ENOMEM, "out of memory (%zu bytes)", size);
+	return p;
+}
+
+static void
+env_free(void *ctx, void *ptr)
+{
+	(void) ctx;
+	free(ptr);
+}
+
+static const char *dump_path;
+
+static void
+env_error(void *ctx, hp_status code, const char *message)
+{
+	(void) ctx;
+	(void) code;
+	fprintf(stderr, "heapprof-report: %s: %s\n", dump_path, message);
+	exit(1);
+}
+
+static bool
+env_match(void *ctx, void *pattern, const char *s)
+{
+	(void) ctx;
+	return regexec(pattern, s, 0, NULL, 0) == 0;
+}
+
 /* --symbols: what each address is called, inlined functions first */
 static void
-print_symbols(const hp_graph *g)
+print_symbols(const hp_located *l, const hp_graph *g)
 {
-	for (size_t i = 0; i < g->npcs; i++)
+	for (size_t i = 0; i < l->npcs; i++)
 	{
-		printf("%016llx %s", (unsigned long long) g->pcs[i],
-			   g->syms[i].object ? g->syms[i].object : "-");
+		printf("%016llx %s", (unsigned long long) l->pcs[i],
+			   l->syms[i].object ? l->syms[i].object : "-");
 		for (uint32_t u = g->pc_first[i]; u < g->pc_first[i + 1]; u++)
 			printf(" %s%s", u > g->pc_first[i] ? "<- " : "", g->funcs[g->pc_funcs[u]].name);
 		printf("\n");
@@ -127,28 +168,21 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	struct timespec t0;
 	double		cold_ms;
 	double		warm_ms;
-	char		err[512];
 
 	if (cold == NULL)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	hp_analyze(a, cold, dump, len, base, base_len, o, kind, SIZE_MAX, r, err, sizeof(err));
+	hp_analyze(a, cold, dump, len, base, base_len, o, kind, SIZE_MAX, r);
 	cold_ms = elapsed_ms(&t0);
 	fprintf(stderr, "symbol indexes %.1f MB\n", hp_symbolizer_memory(cold) / 1048576.0);
 	hp_symbolizer_free(cold);
 	hp_arena_free(a);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	hp_analyze(a, s, dump, len, base, base_len, o, kind, SIZE_MAX, r, err, sizeof(err));
+	hp_analyze(a, s, dump, len, base, base_len, o, kind, SIZE_MAX, r);
 	warm_ms = elapsed_ms(&t0);
 	fprintf(stderr, "stacks %zu, distinct addresses %zu, functions %zu\n"
 			"analysis cold %.1f ms, warm %.1f ms\n",
-			r->profile.nsamples, r->graph.npcs, r->graph.nfuncs, cold_ms, warm_ms);
-}
-
-static bool
-posix_match(void *pattern, const char *s)
-{
-	return regexec(pattern, s, 0, NULL, 0) == 0;
+			r->profile.nsamples, r->located.npcs, r->graph.nfuncs, cold_ms, warm_ms);
 }
 
 /* Compile --focus / --ignore; exits with a message when it does not compile. */
@@ -221,10 +255,14 @@ main(int argc, char **argv)
 	char	   *dump;
 	size_t		len;
 	hp_symbolizer *s;
+	hp_env		env = {
+		.alloc = env_alloc,
+		.free = env_free,
+		.error = env_error,
+		.match = env_match,
+	};
 	hp_arena	arena;
 	hp_result	r;
-	char		err[512];
-	hp_status	rc;
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1)
 	{
@@ -263,11 +301,9 @@ main(int argc, char **argv)
 				break;
 			case 'f':
 				o.focus = o.focus ? o.focus : compile_arg(optarg, "focus");
-				o.match = posix_match;
 				break;
 			case 'i':
 				o.ignore = o.ignore ? o.ignore : compile_arg(optarg, "ignore");
-				o.match = posix_match;
 				break;
 			case 'n':
 				{
@@ -295,6 +331,7 @@ main(int argc, char **argv)
 				stats = true;
 				break;
 			case 'F':
+				o.fold = true;
 				o.fold_names = hp_postgres_allocator;
 				break;
 			case 'h':
@@ -311,6 +348,10 @@ main(int argc, char **argv)
 		return 2;
 	}
 	o.program = program ? program : argv[optind];
+	/* the dumps it is made for are PostgreSQL's: its own frames warm in flame graphs */
+	o.home_object = "postgres";
+	dump_path = argv[optind];
+	env.ctx = &env;
 
 	dump = read_file(argv[optind], &len);
 	if (dump == NULL)
@@ -331,19 +372,17 @@ main(int argc, char **argv)
 		free(dump);
 		return 1;
 	}
-	hp_arena_init(&arena);
-	rc = hp_analyze(&arena, s, dump, len, base, base_len, &o, kind, SIZE_MAX, &r, err, sizeof(err));
-	if (stats && rc == HP_OK)
+	hp_arena_init(&arena, &env);
+	hp_analyze(&arena, s, dump, len, base, base_len, &o, kind, SIZE_MAX, &r);
+	if (stats)
 		print_stats(&arena, s, dump, len, base, base_len, &o, kind, &r);
-	if (rc == HP_OK && symbols)
-		print_symbols(&r.graph);
-	else if (rc == HP_OK)
-		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
+	if (symbols)
+		print_symbols(&r.located, &r.graph);
 	else
-		fprintf(stderr, "heapprof-report: %s: %s\n", argv[optind], err);
+		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
 	hp_arena_free(&arena);
 	hp_symbolizer_free(s);
 	free(dump);
 	free(base);
-	return rc == HP_OK ? 0 : 1;
+	return 0;
 }

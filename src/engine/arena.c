@@ -1,25 +1,41 @@
 /*
  * arena.c -- allocation, text buffers and hash maps for one analysis.
+ *
+ * Chunks come from env->alloc; a request that cannot be met is an error
+ * raised through the env (see arena.h).
  */
 #include "arena.h"
 
-#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define CHUNK_SIZE (64 * 1024)
 
+/*
+ * The engine stores nothing wider than 8 bytes (pointers, uint64_t,
+ * double), and that is all env->alloc promises: PostgreSQL's palloc
+ * aligns to 8 (MAXALIGN), not to max_align_t's 16.
+ */
+#define ALIGN 8
+
+typedef union
+{
+	void	   *p;
+	uint64_t	u;
+	double		d;
+} aligned;
+
 struct hp_chunk
 {
 	hp_chunk   *next;
-	max_align_t data[];
+	aligned		data[];
 };
 
 void
-hp_arena_init(hp_arena *a)
+hp_arena_init(hp_arena *a, hp_env *env)
 {
+	a->env = env;
 	a->chunks = NULL;
 	a->cur = NULL;
 	a->left = 0;
@@ -33,30 +49,35 @@ hp_arena_free(hp_arena *a)
 	{
 		hp_chunk   *next = a->chunks->next;
 
-		free(a->chunks);
+		a->env->free(a->env->ctx, a->chunks);
 		a->chunks = next;
 	}
-	hp_arena_init(a);
+	hp_arena_init(a, a->env);
+}
+
+static void
+out_of_memory(hp_arena *a)
+{
+	hp_fail(a->env, HP_ENOMEM, "out of memory while analysing the heap profile");
 }
 
 void *
 hp_alloc(hp_arena *a, size_t size)
 {
-	size_t		align = sizeof(max_align_t);
 	void	   *p;
 
 	if (size > SIZE_MAX / 2)
-		longjmp(a->oom, 1);
-	size = (size + align - 1) & ~(align - 1);
+		out_of_memory(a);
+	size = (size + ALIGN - 1) & ~(size_t) (ALIGN - 1);
 	if (size > a->left)
 	{
 		size_t		want = size > CHUNK_SIZE / 4 ? size : CHUNK_SIZE;
-		hp_chunk   *c = malloc(sizeof(hp_chunk) + want);
+		hp_chunk   *c = a->env->alloc(a->env->ctx, sizeof(hp_chunk) + want);
 
 		if (c == NULL)
-			longjmp(a->oom, 1);
-		/* what malloc really handed out: size classes round up */
-		a->total += malloc_usable_size(c);
+			out_of_memory(a);
+		a->total += sizeof(hp_chunk) + want;
+		/* linked at once: an error raised later still frees it */
 		c->next = a->chunks;
 		a->chunks = c;
 		if (want != CHUNK_SIZE)
@@ -210,7 +231,7 @@ hp_map_put(hp_map *m, const void *key, size_t len, bool *added)
 		size_t		n = m->nslots ? m->nslots * 2 : 64;
 
 		if (n > UINT32_MAX)
-			longjmp(m->arena->oom, 1);
+			out_of_memory(m->arena);
 		m->slots = hp_alloc(m->arena, n * sizeof(*m->slots));
 		m->nslots = n;
 		for (size_t k = 0; k < m->count; k++)

@@ -2,31 +2,30 @@
  * arena.h -- memory for one analysis: a bump allocator freed as a whole,
  * a growable text buffer and a hash map from byte strings to indexes.
  *
- * Running out of memory longjmps to the engine entry point that set
- * arena->oom, which frees the arena and returns HP_ENOMEM: the stages can
- * then allocate without checking every call, and nothing leaks.  Only arena
- * memory may be held across an allocation.
+ * Chunks come from the caller's env->alloc and go back through env->free in
+ * hp_arena_free.  Running out of memory is an error raised through the env
+ * (hp_fail), which does not return: the stages allocate without checking
+ * every call.  The arena is consistent at every allocation, so a caller whose
+ * env->error or env->interrupt longjmps out frees it whole afterwards and
+ * nothing leaks.  Only arena memory may be held across an allocation.
  */
 #ifndef HEAPPROF_ARENA_H
 #define HEAPPROF_ARENA_H
 
-#include <setjmp.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "env.h"
 
 typedef struct hp_chunk hp_chunk;
 
 typedef struct hp_arena
 {
+	hp_env	   *env;			/* where memory comes from and errors go */
 	hp_chunk   *chunks;
 	char	   *cur;
 	size_t		left;
-	size_t		total;			/* usable bytes obtained from malloc */
-	jmp_buf		oom;
+	size_t		total;			/* bytes obtained from env->alloc */
 } hp_arena;
 
-extern void hp_arena_init(hp_arena *a);
+extern void hp_arena_init(hp_arena *a, hp_env *env);
 extern void hp_arena_free(hp_arena *a);
 extern void *hp_alloc(hp_arena *a, size_t size);	/* zeroed */
 extern void *hp_grow(hp_arena *a, void *old, size_t old_size, size_t new_size);

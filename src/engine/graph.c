@@ -1,31 +1,26 @@
 /*
- * graph.c -- from samples to functions and paths (see graph.h).
+ * graph.c -- from located stacks to functions and paths (see graph.h).
  *
- * Each profile (the current one, and a base to subtract) is symbolized with
- * its own maps; its stacks lose the allocator's frames (jemalloc's, and
- * folded ones), become paths of function names and are added with sign +1
- * or -1.  Then the total is taken, focus / ignore applied, and every path
- * reduced to flat (its leaf function) and cum (each function on it once).
+ * Each profile (the current one, and a base to subtract) comes with its own
+ * located addresses; its stacks lose the allocator's frames (jemalloc's, and
+ * folded ones, by name or by the profile's recorded fold starts), become
+ * paths of function names and are added with sign +1 or -1.  Then the total
+ * is taken, focus / ignore applied, and every path reduced to flat (its leaf
+ * function) and cum (each function on it once).
  */
 #include "graph.h"
 
 #include <stdio.h>
 #include <string.h>
 
-const char *const hp_postgres_allocator[] = {
-	"palloc", "palloc0", "palloc_extended", "repalloc", "repalloc_extended", "repalloc_huge",
-	"MemoryContextAlloc", "MemoryContextAllocZero", "MemoryContextAllocZeroAligned",
-	"MemoryContextAllocExtended", "MemoryContextAllocHuge", "MemoryContextStrdup",
-	"pstrdup", "pnstrdup", "psprintf", "pvsnprintf",
-	"MemoryContextCreate", "AllocSetContextCreateInternal",
-	"GenerationContextCreate", "SlabContextCreate",
-	NULL
-};
+/* Work units of one pattern match: a regular expression over a name. */
+#define MATCH_WORK 64
 
 /* State shared by the profiles that make one graph. */
 typedef struct builder
 {
 	hp_arena   *a;
+	hp_env	   *env;
 	hp_graph   *g;
 	const hp_options *o;
 	hp_map		funcs;			/* name -> function index */
@@ -34,23 +29,15 @@ typedef struct builder
 	size_t		paths_cap;
 } builder;
 
-/* One profile's distinct addresses and what they are. */
+/* What one profile's located addresses are in the graph. */
 typedef struct pc_table
 {
-	hp_map		map;			/* address -> index */
-	hp_symbol  *syms;
+	const hp_located *l;
 	uint32_t   *first;			/* functions of pc i: funcs[first[i] .. first[i + 1]) */
 	uint32_t   *funcs;
 	bool	   *cut;			/* allocator or folded frame */
 	uint8_t    *match;			/* 1: matches focus; 2: matches ignore */
 } pc_table;
-
-static void
-poll_interrupt(const hp_options *o, size_t i)
-{
-	if (o->interrupt && (i & 255) == 0)
-		o->interrupt();
-}
 
 /* Function index of name, added (with a location) when new. */
 static uint32_t
@@ -78,11 +65,13 @@ intern_func(builder *b, const char *name, const hp_symbol *sym)
 }
 
 static bool
-folded(const hp_options *o, const hp_symbol *sym)
+folded(const hp_options *o, const hp_profile *p, const hp_symbol *sym)
 {
 	size_t		lo = 0;
-	size_t		hi = o->nfold_starts;
+	size_t		hi = p->nfold_starts;
 
+	if (!o->fold)
+		return false;
 	if (o->fold_names)
 		for (const char *const *n = o->fold_names; *n; n++)
 			if (strcmp(*n, sym->name) == 0)
@@ -91,9 +80,9 @@ folded(const hp_options *o, const hp_symbol *sym)
 	{
 		size_t		mid = lo + (hi - lo) / 2;
 
-		if (o->fold_starts[mid] == sym->start)
+		if (p->fold_starts[mid] == sym->start)
 			return true;
-		if (o->fold_starts[mid] < sym->start)
+		if (p->fold_starts[mid] < sym->start)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -101,54 +90,55 @@ folded(const hp_options *o, const hp_symbol *sym)
 	return false;
 }
 
+static bool
+match(builder *b, void *pattern, const char *s)
+{
+	hp_work(b->env, MATCH_WORK);
+	return b->env->match(b->env->ctx, pattern, s);
+}
+
 /* Does any identity of this frame match?  jeprof tests pc, names and file:line. */
 static bool
-frame_matches(const hp_options *o, void *pattern, uint64_t pc, const hp_symbol *sym)
+frame_matches(builder *b, void *pattern, uint64_t pc, const hp_symbol *sym)
 {
 	char		buf[32];
 	char		fileline[4096];
 
 	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long) pc);
-	if (o->match(pattern, buf) || o->match(pattern, sym->name))
+	if (match(b, pattern, buf) || match(b, pattern, sym->name))
 		return true;
 	for (uint32_t k = 0; k < sym->ninlines; k++)
-		if (o->match(pattern, sym->inlines[k]))
+		if (match(b, pattern, sym->inlines[k]))
 			return true;
 	if (sym->file)
 	{
 		snprintf(fileline, sizeof(fileline), "%s:%d", sym->file, sym->line);
-		return o->match(pattern, fileline);
+		return match(b, pattern, fileline);
 	}
 	return false;
 }
 
-/* Name every distinct address of p, with its functions, cut and match flags. */
+/* The functions, cut and match flags of every located address of p. */
 static void
-symbolize_pcs(builder *b, const hp_profile *p, hp_symbolizer *s, pc_table *t)
+classify_pcs(builder *b, const hp_profile *p, const hp_located *l, pc_table *t)
 {
 	hp_arena   *a = b->a;
 	const hp_options *o = b->o;
-	size_t		n;
+	bool		can_match = b->env->match != NULL;
+	size_t		n = l->npcs;
 	size_t		nout = 0;
 	size_t		outcap = 0;
 
-	hp_map_init(&t->map, a);
-	for (size_t i = 0; i < p->nsamples; i++)
-		for (uint32_t j = 0; j < p->samples[i].npcs; j++)
-			hp_map_put(&t->map, &p->samples[i].pcs[j], sizeof(uint64_t), NULL);
-	n = t->map.count;
-	t->syms = hp_alloc(a, (n ? n : 1) * sizeof(*t->syms));
+	t->l = l;
+	t->funcs = NULL;
 	t->first = hp_alloc(a, (n + 1) * sizeof(uint32_t));
 	t->cut = hp_alloc(a, (n ? n : 1) * sizeof(bool));
 	t->match = hp_alloc(a, (n ? n : 1) * sizeof(uint8_t));
 	for (size_t i = 0; i < n; i++)
 	{
-		hp_symbol  *sym = &t->syms[i];
-		uint64_t	pc;
+		const hp_symbol *sym = &l->syms[i];
 
-		memcpy(&pc, t->map.keys[i].key, sizeof(pc));
-		poll_interrupt(o, i);
-		hp_symbolize(s, pc, a, sym);
+		hp_work(b->env, sym->ninlines + 1);
 		t->first[i] = (uint32_t) nout;
 		for (uint32_t k = 0; k <= sym->ninlines; k++)
 		{
@@ -166,10 +156,10 @@ symbolize_pcs(builder *b, const hp_profile *p, hp_symbolizer *s, pc_table *t)
 			HP_RESERVE(a, t->funcs, outcap, nout);
 			t->funcs[nout++] = intern_func(b, name, sym);
 		}
-		t->cut[i] = sym->allocator || folded(o, sym);
-		if (o->focus && o->match && frame_matches(o, o->focus, pc, sym))
+		t->cut[i] = sym->allocator || folded(o, p, sym);
+		if (o->focus && can_match && frame_matches(b, o->focus, l->pcs[i], sym))
 			t->match[i] |= 1;
-		if (o->ignore && o->match && frame_matches(o, o->ignore, pc, sym))
+		if (o->ignore && can_match && frame_matches(b, o->ignore, l->pcs[i], sym))
 			t->match[i] |= 2;
 	}
 	t->first[n] = (uint32_t) nout;
@@ -177,7 +167,18 @@ symbolize_pcs(builder *b, const hp_profile *p, hp_symbolizer *s, pc_table *t)
 	for (size_t i = 0; i < n; i++)
 		for (uint32_t u = t->first[i]; u < t->first[i + 1]; u++)
 			if (b->g->funcs[t->funcs[u]].location == NULL)
-				b->g->funcs[t->funcs[u]].location = t->syms[i].object;
+				b->g->funcs[t->funcs[u]].location = l->syms[i].object;
+}
+
+/* Index of a frame of p in its located table; p was located from these very stacks. */
+static size_t
+pc_index(builder *b, const pc_table *t, uint64_t pc)
+{
+	size_t		i = hp_located_index(t->l, pc);
+
+	if (i == SIZE_MAX)
+		hp_fail(b->env, HP_EFORMAT, "an address of the heap profile was not located");
+	return i;
 }
 
 /*
@@ -192,25 +193,32 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 	hp_graph   *g = b->g;
 	uint32_t   *seq = NULL;
 	size_t		cap = 0;
+	size_t	   *idx = NULL;
+	size_t		idx_cap = 0;
 
 	for (size_t i = 0; i < p->nsamples; i++)
 	{
 		const hp_sample *smp = &p->samples[i];
 		size_t		keep = 0;
 		size_t		n = 0;
-		uint8_t		match = 0;
+		uint8_t		m = 0;
 		size_t		k;
 		bool		added;
 
-		poll_interrupt(b->o, i);
+		hp_work(b->env, smp->npcs + 1);
+		if (smp->npcs > 0)
+			HP_RESERVE(a, idx, idx_cap, smp->npcs - 1);
 		for (uint32_t j = 0; j < smp->npcs; j++)
-			if (t->cut[hp_map_get(&t->map, &smp->pcs[j], sizeof(uint64_t))])
+		{
+			idx[j] = pc_index(b, t, smp->pcs[j]);
+			if (t->cut[idx[j]])
 				keep = j + 1;
+		}
 		for (uint32_t j = (uint32_t) keep; j < smp->npcs; j++)
 		{
-			size_t		pi = hp_map_get(&t->map, &smp->pcs[j], sizeof(uint64_t));
+			size_t		pi = idx[j];
 
-			match |= t->match[pi];
+			m |= t->match[pi];
 			if (HP_KERNEL_PC(smp->pcs[j]))
 				continue;
 			for (uint32_t u = t->first[pi]; u < t->first[pi + 1]; u++)
@@ -220,7 +228,7 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 			}
 		}
 		if (n > UINT32_MAX)
-			longjmp(a->oom, 1);
+			hp_fail(b->env, HP_ELIMIT, "a stack of the heap profile has too many frames");
 		k = hp_map_put(&b->paths, seq, n * sizeof(uint32_t), &added);
 		if (added)
 		{
@@ -231,22 +239,12 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 			g->paths[k].nframes = (uint32_t) n;
 			g->npaths = k + 1;
 		}
-		g->paths[k].match |= match;
+		g->paths[k].match |= m;
 		g->paths[k].bytes += sign * smp->bytes;
 		g->paths[k].objs += sign * smp->objs;
 		if (sign > 0)
 			g->paths[k].current += b->o->measure == HP_INUSE_OBJECTS ? smp->objs : smp->bytes;
 	}
-}
-
-/* Symbolize p with its own maps and add its stacks. */
-static void
-add_profile(builder *b, const hp_profile *p, hp_symbolizer *s, double sign, pc_table *t)
-{
-	hp_symbolizer_sync(s, p->maps, p->maps_len);
-	hp_symbolizer_expect(s, p->ids, p->nids, p->allocator_base);
-	symbolize_pcs(b, p, s, t);
-	add_stacks(b, p, t, sign);
 }
 
 /* flat to the leaf function, cum once to every function on the path */
@@ -260,6 +258,7 @@ reduce(hp_arena *a, hp_graph *g)
 	{
 		const hp_path *path = &g->paths[k];
 
+		hp_work(a->env, path->nframes + 1);
 		for (uint32_t j = 0; j < path->nframes; j++)
 		{
 			uint32_t	f = path->frames[j];
@@ -278,10 +277,10 @@ reduce(hp_arena *a, hp_graph *g)
 	}
 }
 
-hp_status
-hp_build_graph(hp_arena *a, const hp_profile *p, const hp_profile *base,
-			   hp_symbolizer *s, const hp_options *o, hp_graph *g,
-			   char *err, size_t errlen)
+void
+hp_build_graph(hp_arena *a, const hp_profile *p, const hp_located *pl,
+			   const hp_profile *base, const hp_located *bl,
+			   const hp_options *o, hp_graph *g)
 {
 	builder		b;
 	pc_table	cur;
@@ -291,32 +290,30 @@ hp_build_graph(hp_arena *a, const hp_profile *p, const hp_profile *base,
 	memset(g, 0, sizeof(*g));
 	memset(&b, 0, sizeof(b));
 	b.a = a;
+	b.env = a->env;
 	b.g = g;
 	b.o = o;
 	if (p->nsamples > UINT32_MAX - 1 || (base && base->nsamples > UINT32_MAX - 1))
-	{
-		snprintf(err, errlen, "too many stacks in the heap profile");
-		return HP_EFORMAT;
-	}
+		hp_fail(a->env, HP_ELIMIT, "too many stacks in the heap profile");
 	hp_map_init(&b.funcs, a);
 	hp_map_init(&b.paths, a);
 
-	/* the current profile first: its modules get the identity checks */
-	add_profile(&b, p, s, 1, &cur);
-	g->npcs = cur.map.count;
-	g->pcs = hp_alloc(a, (g->npcs ? g->npcs : 1) * sizeof(uint64_t));
-	for (size_t i = 0; i < g->npcs; i++)
-		memcpy(&g->pcs[i], cur.map.keys[i].key, sizeof(uint64_t));
-	g->syms = cur.syms;
+	/* the current profile first: its functions and paths come first */
+	classify_pcs(&b, p, pl, &cur);
+	add_stacks(&b, p, &cur, 1);
 	g->pc_first = cur.first;
 	g->pc_funcs = cur.funcs;
 	if (base)
-		add_profile(&b, base, s, -1, &old);
+	{
+		classify_pcs(&b, base, bl, &old);
+		add_stacks(&b, base, &old, -1);
+	}
 
 	for (size_t k = 0; k < g->npaths; k++)
 	{
 		hp_path    *path = &g->paths[k];
 
+		hp_work(a->env, 1);
 		if (o->drop_negative && path->bytes < 0)
 			path->bytes = 0;
 		if (o->drop_negative && path->objs < 0)
@@ -334,5 +331,4 @@ hp_build_graph(hp_arena *a, const hp_profile *p, const hp_profile *base,
 	}
 	g->npaths = kept;
 	reduce(a, g);
-	return HP_OK;
 }

@@ -1,25 +1,23 @@
 /*
- * graph.h -- aggregate symbolized stacks into functions and call paths.
+ * graph.h -- aggregate located stacks into functions and call paths.
  *
  * Follows jeprof's FilterAndPrint: total over every stack, then the
  * allocator's own frames are cut, focus / ignore applied, and each path
  * reduced to the functions on it (a function counts once per path, so
  * recursion does not inflate cum).  Paths keep their frames unreduced for
- * edges and collapsed stacks.
+ * edges and collapsed stacks.  The input is a profile and its located
+ * addresses (locate.h); the graph never calls the symbolizer.
  */
 #ifndef HEAPPROF_GRAPH_H
 #define HEAPPROF_GRAPH_H
 
-#include "symbolize.h"
+#include "locate.h"
 
 typedef enum hp_measure
 {
 	HP_INUSE_SPACE,
 	HP_INUSE_OBJECTS
 } hp_measure;
-
-/* Does the compiled pattern match s?  Supplied by the caller with the patterns. */
-typedef bool (*hp_match_fn) (void *pattern, const char *s);
 
 typedef struct hp_options
 {
@@ -29,39 +27,41 @@ typedef struct hp_options
 	/*
 	 * focus / ignore: keep only stacks with a frame matching focus, drop
 	 * those with a frame matching ignore (NULL: no filter).  The caller
-	 * compiles them and matches with its own engine: in a backend,
-	 * PostgreSQL's, which checks stack depth and can be cancelled.
+	 * compiles them and matches with its own engine through env->match: in
+	 * a backend, PostgreSQL's, which checks stack depth and can be cancelled.
 	 */
 	void	   *focus;
 	void	   *ignore;
-	hp_match_fn match;
-
-	/* Polled in long loops; may longjmp out (a backend's CHECK_FOR_INTERRUPTS). */
-	void		(*interrupt) (void);
 
 	/* with a base profile: negative differences count as 0 (jeprof's --drop_negative) */
 	bool		drop_negative;
 	int			nodecount;
 	double		nodefraction;
 	double		edgefraction;
-	const char *program;		/* title of dot graphs */
+	const char *program;		/* title of dot graphs and flame graphs */
 
 	/*
-	 * Allocator folding: frames of these functions, and everything leafward
-	 * of them, are cut like jemalloc's own, so memory is charged to the
-	 * first caller above an allocator layer (e.g. PostgreSQL's palloc).
-	 * fold_names are display names; fold_starts are run-time start
-	 * addresses, sorted, for functions that have no name (static code).
+	 * Allocator folding (fold false: none): frames of the functions named in
+	 * fold_names (display names, NULL-terminated; NULL: none), of functions
+	 * starting at one of the profile's own recorded fold starts
+	 * (hp_profile.fold_starts, for functions without a name), and everything
+	 * leafward of them, are cut like jemalloc's own, so memory is charged to
+	 * the first caller above an allocator layer (e.g. PostgreSQL's palloc).
 	 */
+	bool		fold;
 	const char *const *fold_names;
-	const uint64_t *fold_starts;
-	size_t		nfold_starts;
+
+	/* flame graph: the object (file name) of the program itself, warm colors; NULL: none */
+	const char *home_object;
 } hp_options;
 
-#define HP_OPTIONS_DEFAULT {HP_INUSE_SPACE, false, NULL, NULL, NULL, NULL, false, 80, 0.005, 0.001, "heap", NULL, NULL, 0}
-
-/* PostgreSQL's memory-context entry points: every palloc-family call enters here. */
-extern const char *const hp_postgres_allocator[];
+#define HP_OPTIONS_DEFAULT { \
+	.measure = HP_INUSE_SPACE, \
+	.nodecount = 80, \
+	.nodefraction = 0.005, \
+	.edgefraction = 0.001, \
+	.program = "heap", \
+}
 
 typedef struct hp_func
 {
@@ -101,21 +101,22 @@ typedef struct hp_graph
 	size_t		npaths;
 
 	/*
-	 * The profile's distinct addresses (not the base's): the functions at
-	 * pcs[i] are pc_funcs[pc_first[i] .. pc_first[i + 1]), inlined ones
-	 * first ("f (inline)", as jeprof names them), the real function last.
+	 * The functions at the profile's located address i (not the base's) are
+	 * pc_funcs[pc_first[i] .. pc_first[i + 1]), inlined ones first ("f
+	 * (inline)", as jeprof names them), the real function last.
 	 */
-	uint64_t   *pcs;
-	hp_symbol  *syms;
 	uint32_t   *pc_first;
 	uint32_t   *pc_funcs;
-	size_t		npcs;
 } hp_graph;
 
-/* base may be NULL; with one, every value is profile minus base per path. */
-extern hp_status hp_build_graph(hp_arena *a, const hp_profile *p, const hp_profile *base,
-								hp_symbolizer *s, const hp_options *o, hp_graph *g,
-								char *err, size_t errlen);
+/*
+ * p with its located addresses pl; base (NULL if none) with bl: every value
+ * is then profile minus base per path.  Each profile folds with its own
+ * recorded fold starts.  Errors (bounds) are raised through a->env.
+ */
+extern void hp_build_graph(hp_arena *a, const hp_profile *p, const hp_located *pl,
+						   const hp_profile *base, const hp_located *bl,
+						   const hp_options *o, hp_graph *g);
 
 #define HP_INLINE_SUFFIX " (inline)"
 

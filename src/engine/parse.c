@@ -8,8 +8,10 @@
  * lines jeprof would not match are ignored), and the maps after
  * "MAPPED_LIBRARIES:".  Input is untrusted (the fuzzer feeds it): every read
  * is bounded by len, a count line with a number beyond 19 digits is ignored
- * (like any line that does not match), a malformed header or stack line is an
- * error naming its line number, and nothing is a crash.
+ * (like any line that does not match), a malformed header or stack line, or
+ * a stack of more than HP_MAX_FRAMES frames, is an error naming its line
+ * number, and nothing is a crash.  The leading "%" lines are format.c's.
+ * Work is counted per line and per frame (hp_work).
  */
 #include "profile.h"
 
@@ -128,7 +130,11 @@ read_pc(cursor *c, uint64_t *out)
 	return any;
 }
 
-/* Parse the addresses of an "@" line (after "@\s+") into arena memory. */
+/*
+ * Parse the addresses of an "@" line (after "@\s+") into arena memory.
+ * False for a malformed address; *npcs is then HP_MAX_FRAMES + 1 when the
+ * stack is merely too long.
+ */
 static bool
 parse_stack(hp_arena *a, cursor c, const uint64_t **pcs, uint32_t *npcs)
 {
@@ -143,8 +149,16 @@ parse_stack(hp_arena *a, cursor c, const uint64_t **pcs, uint32_t *npcs)
 		skip_spaces(&c);
 		if (c.p >= c.end)
 			break;
-		if (!read_pc(&c, &pc) || n >= UINT32_MAX)
+		if (n >= HP_MAX_FRAMES)
+		{
+			*npcs = HP_MAX_FRAMES + 1;
 			return false;
+		}
+		if (!read_pc(&c, &pc))
+		{
+			*npcs = 0;
+			return false;
+		}
 		HP_RESERVE(a, v, cap, n);
 		/* callers hold return addresses: step back into the call */
 		v[n] = n == 0 ? pc : pc - 1;
@@ -161,50 +175,6 @@ starts_with(cursor c, const char *s)
 	size_t		n = strlen(s);
 
 	return (size_t) (c.end - c.p) >= n && memcmp(c.p, s, n) == 0;
-}
-
-/* A hex number, at most 16 digits, then white space or the end. */
-static bool
-read_hex(cursor *c, uint64_t *out)
-{
-	skip_spaces(c);
-	if (c->p >= c->end || is_space(*c->p))
-		return false;
-	return read_pc(c, out);
-}
-
-/* "%heapprof-build-id BIAS ID" and "%heapprof-allocator BASE"; other comments are ignored. */
-static void
-parse_comment(hp_arena *a, cursor c, hp_profile *out)
-{
-	uint64_t	v;
-
-	if (starts_with(c, "%heapprof-allocator "))
-	{
-		c.p += strlen("%heapprof-allocator ");
-		if (read_hex(&c, &v))
-			out->allocator_base = v;
-	}
-	else if (starts_with(c, "%heapprof-build-id "))
-	{
-		hp_build_id id = {0};
-		size_t		n = 0;
-
-		c.p += strlen("%heapprof-build-id ");
-		if (!read_hex(&c, &id.bias))
-			return;
-		skip_spaces(&c);
-		while (c.p + 1 < c.end && hex_digit(c.p[0]) >= 0 && hex_digit(c.p[1]) >= 0 && n < sizeof(id.id))
-		{
-			id.id[n++] = (uint8_t) (hex_digit(c.p[0]) * 16 + hex_digit(c.p[1]));
-			c.p += 2;
-		}
-		if (n == 0)
-			return;
-		id.len = n;
-		HP_RESERVE(a, out->ids, out->ids_cap, out->nids);
-		out->ids[out->nids++] = id;
-	}
 }
 
 hp_status
@@ -227,10 +197,11 @@ hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
 		all.p = nl ? nl + 1 : all.end;
 		lineno++;
 
+		hp_work(a->env, 1);
 		/* "%" lines before the header are comments (jeprof ignores them too) */
 		if (out->rate == 0 && line.p < line.end && *line.p == '%')
 		{
-			parse_comment(a, line, out);
+			hp_read_comment(a, line.p, (size_t) (line.end - line.p), out);
 			continue;
 		}
 		if (out->rate == 0)
@@ -270,9 +241,14 @@ hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
 				continue;		/* jeprof needs "@\s+"; anything else is ignored */
 			if (!parse_stack(a, rest, &pcs, &npcs))
 			{
-				snprintf(err, errlen, "malformed stack addresses on line %zu", lineno);
+				if (npcs > HP_MAX_FRAMES)
+					snprintf(err, errlen, "stack on line %zu has more than %d frames",
+							 lineno, HP_MAX_FRAMES);
+				else
+					snprintf(err, errlen, "malformed stack addresses on line %zu", lineno);
 				return HP_EFORMAT;
 			}
+			hp_work(a->env, npcs);
 			have_stack = true;
 		}
 		else if (have_stack)

@@ -1,31 +1,19 @@
 /*
  * profile.h -- a jemalloc heap_v2 dump as the engine sees it.
  *
- * Pipeline: parse (parse.c) -> unsample (unsample.c) -> symbolize
- * (symbolize.c) -> aggregate (graph.c) -> render (render.c).  Every stage is
- * plain C without PostgreSQL headers, so the same code runs in a backend, in
- * the offline command, in unit tests and under the fuzzer.
+ * Pipeline: parse (parse.c) -> unsample (unsample.c) -> locate: symbolize
+ * every distinct address (locate.c, symbolize.c) -> graph (graph.c) ->
+ * render (render_*.c); report.c runs them in order.  Every stage is plain C
+ * without PostgreSQL headers, so the same code runs in a backend, in the
+ * offline command, in unit tests and under the fuzzer.
  */
 #ifndef HEAPPROF_PROFILE_H
 #define HEAPPROF_PROFILE_H
 
-#include "arena.h"
+#include "format.h"
 
-/* Build-id of an object loaded in the dumped process, keyed by load bias. */
-typedef struct hp_build_id
-{
-	uint64_t	bias;
-	uint8_t		id[64];
-	size_t		len;
-} hp_build_id;
-
-/* Engine status codes. */
-typedef enum hp_status
-{
-	HP_OK = 0,
-	HP_EFORMAT,					/* not a heap_v2 dump, or malformed */
-	HP_ENOMEM
-} hp_status;
+/* Most frames one stack may have; a longer one is a format error. */
+#define HP_MAX_FRAMES 65536
 
 /*
  * One "t*:" line of a stack.  pcs[0] is the leaf as dumped; every caller
@@ -53,22 +41,33 @@ typedef struct hp_profile
 	size_t		maps_len;
 
 	/*
-	 * What the dumping process knew of itself, from "%heapprof-build-id BIAS
-	 * ID" and "%heapprof-allocator BASE" lines heapprof writes before the
-	 * dump (hex numbers): the build-ids of its objects by load bias, and where
-	 * jemalloc was loaded.  The symbolizer checks files on disk against them.
+	 * What the dumping process knew of itself, from the identity lines
+	 * before the dump (format.h): the build-ids of its objects by load bias
+	 * (at most HP_MAX_OBJECTS), where jemalloc was loaded, and the run-time
+	 * starts of nameless allocator functions to fold (sorted, distinct, at
+	 * most HP_MAX_FOLD_STARTS).  The symbolizer checks files on disk against
+	 * the ids; the graph folds each profile with its own starts.
 	 */
-	struct hp_build_id *ids;
+	hp_build_id *ids;
 	size_t		nids;
 	size_t		ids_cap;
 	uint64_t	allocator_base;
+	uint64_t   *fold_starts;
+	size_t		nfold_starts;
 } hp_profile;
 
-/* Parse dump text (need not be NUL-terminated).  err gets a message on failure. */
+/*
+ * Parse dump text (need not be NUL-terminated).  A malformed dump is a
+ * result, HP_EFORMAT with a message in err; running out of memory is raised
+ * through a->env.
+ */
 extern hp_status hp_parse(hp_arena *a, const char *text, size_t len,
 						  hp_profile *out, char *err, size_t errlen);
 
 /* jeprof's AdjustSamples for v2 sampling: scale counts back to the population. */
 extern void hp_unsample(hp_profile *p);
+
+/* format.c: take one leading "%" line (without its newline) into out. */
+extern void hp_read_comment(hp_arena *a, const char *line, size_t len, hp_profile *out);
 
 #endif

@@ -1,5 +1,9 @@
 /*
- * render.h -- reports from an aggregated graph, in jeprof's formats.
+ * render.h -- reports from a graph: jeprof's formats (render_text.c), the
+ * SVG flame graph (render_flame.c) and pprof's protobuf (render_pprof.c).
+ *
+ * Renderers write into arena text, count their work (hp_work per frame,
+ * node or edge emitted) and raise their failures through a->env.
  */
 #ifndef HEAPPROF_RENDER_H
 #define HEAPPROF_RENDER_H
@@ -21,6 +25,22 @@ extern void hp_render_text(hp_arena *a, const hp_graph *g, const hp_options *o,
 						   size_t limit, hp_buf *out);
 extern void hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out);
 extern void hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out);
+
+/*
+ * Interactive SVG flame graph titled title; diff: widths are the current
+ * profile, colors the growth against a base.  Names are escaped for XML and
+ * bytes that are not UTF-8 become '?'.
+ */
+extern void hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
+								 const char *title, bool diff, hp_buf *out);
+
+/*
+ * gzip-compressed profile.proto of g into out: mappings from p's maps and
+ * build-ids, a representative address per function from pl (p's located
+ * addresses).  zlib failing is raised through a->env.
+ */
+extern void hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
+							const hp_graph *g, const hp_options *o, hp_buf *out);
 
 /* Perl's %d of a double, as jeprof prints counts: truncated toward zero, clamped, NaN = 0. */
 extern long long hp_whole(double v);

@@ -1,47 +1,44 @@
 /*
- * report.c -- run the pipeline stages in order (see profile.h).
+ * report.c -- run the pipeline stages in order (see profile.h):
+ * parse -> unsample -> locate -> graph -> render.
  */
 #include "report.h"
 
-#include <stdio.h>
 #include <string.h>
 
-hp_status
+/* Parse and unsample one dump; a format error ends the analysis. */
+static void
+read_profile(hp_arena *a, const char *text, size_t len, const char *what, hp_profile *p)
+{
+	char		err[256];
+	hp_status	rc = hp_parse(a, text, len, p, err, sizeof(err));
+
+	if (rc != HP_OK)
+		hp_fail(a->env, rc, "%s%s", what, err);
+	hp_unsample(p);
+}
+
+void
 hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 		   const char *base, size_t base_len,
 		   const hp_options *o, hp_report_kind kind, size_t limit,
-		   hp_result *r, char *err, size_t errlen)
+		   hp_result *r)
 {
-	hp_status	rc;
 	hp_profile	old;
+	hp_located	old_located;
 
 	memset(r, 0, sizeof(*r));
-	if (setjmp(a->oom) != 0)
-	{
-		snprintf(err, errlen, "out of memory while analysing the heap profile");
-		return HP_ENOMEM;
-	}
 	hp_buf_init(&r->text, a);
 
-	rc = hp_parse(a, dump, len, &r->profile, err, errlen);
-	if (rc != HP_OK)
-		return rc;
-	hp_unsample(&r->profile);
+	read_profile(a, dump, len, "", &r->profile);
 	if (base)
-	{
-		char		berr[256];
-
-		rc = hp_parse(a, base, base_len, &old, berr, sizeof(berr));
-		if (rc != HP_OK)
-		{
-			snprintf(err, errlen, "base profile: %s", berr);
-			return rc;
-		}
-		hp_unsample(&old);
-	}
-	rc = hp_build_graph(a, &r->profile, base ? &old : NULL, s, o, &r->graph, err, errlen);
-	if (rc != HP_OK)
-		return rc;
+		read_profile(a, base, base_len, "base profile: ", &old);
+	/* the current profile first: its modules get the identity checks */
+	hp_symbolize_profile(a, s, &r->profile, &r->located);
+	if (base)
+		hp_symbolize_profile(a, s, &old, &old_located);
+	hp_build_graph(a, &r->profile, &r->located, base ? &old : NULL,
+				   base ? &old_located : NULL, o, &r->graph);
 
 	switch (kind)
 	{
@@ -63,33 +60,22 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 			hp_render_flamegraph(a, &r->graph, o, o->program, base != NULL, &r->text);
 			break;
 		case HP_REPORT_PPROF:
-			if (!hp_render_pprof(a, &r->graph, &r->profile, o, &r->text))
-			{
-				snprintf(err, errlen, "zlib could not compress the pprof profile");
-				return HP_ENOMEM;
-			}
+			hp_render_pprof(a, &r->profile, &r->located, &r->graph, o, &r->text);
 			break;
 	}
-	return HP_OK;
 }
 
 hp_status
-hp_summarize(const char *dump, size_t len, double *bytes, double *objs,
+hp_summarize(hp_env *env, const char *dump, size_t len, double *bytes, double *objs,
 			 size_t *stacks, char *err, size_t errlen)
 {
 	hp_arena	arena;
 	hp_profile	p;
 	hp_status	rc;
 
-	hp_arena_init(&arena);
+	hp_arena_init(&arena, env);
 	*bytes = *objs = 0;
 	*stacks = 0;
-	if (setjmp(arena.oom) != 0)
-	{
-		hp_arena_free(&arena);
-		snprintf(err, errlen, "out of memory while reading the heap profile");
-		return HP_ENOMEM;
-	}
 	rc = hp_parse(&arena, dump, len, &p, err, errlen);
 	if (rc == HP_OK)
 	{

@@ -1,13 +1,12 @@
 /*
- * report.h -- the whole pipeline in one call: parse, unsample, symbolize,
- * aggregate and render a heap_v2 dump.  Everything the result points to lives
- * in the arena; the caller frees it with hp_arena_free on every path.
+ * report.h -- the whole pipeline in one call: parse, unsample, locate
+ * (symbolize), graph and render a heap_v2 dump.  Everything the result
+ * points to lives in the arena; the caller frees it with hp_arena_free,
+ * also after an error raised through the arena's env.
  */
 #ifndef HEAPPROF_REPORT_H
 #define HEAPPROF_REPORT_H
 
-#include "flame.h"
-#include "pprof.h"
 #include "render.h"
 
 typedef enum hp_report_kind
@@ -24,21 +23,31 @@ typedef enum hp_report_kind
 typedef struct hp_result
 {
 	hp_profile	profile;
+	hp_located	located;		/* the profile's addresses and their symbols */
 	hp_graph	graph;
 	hp_buf		text;
 	hp_row	   *rows;
 	size_t		nrows;
 } hp_result;
 
-/* base (NULL if none) is subtracted per symbolized stack; see graph.h. */
-extern hp_status hp_analyze(hp_arena *a, hp_symbolizer *s,
-							const char *dump, size_t len,
-							const char *base, size_t base_len,
-							const hp_options *o, hp_report_kind kind, size_t limit,
-							hp_result *r, char *err, size_t errlen);
+/*
+ * base (NULL if none) is subtracted per symbolized stack; see graph.h.
+ * Every failure -- a malformed dump or base ("base profile: ..."), memory,
+ * the symbolizer, zlib -- is raised through a->env and does not return.
+ */
+extern void hp_analyze(hp_arena *a, hp_symbolizer *s,
+					   const char *dump, size_t len,
+					   const char *base, size_t base_len,
+					   const hp_options *o, hp_report_kind kind, size_t limit,
+					   hp_result *r);
 
-/* Totals of a dump, unsampled, without symbolizing it (jeprof's Total). */
-extern hp_status hp_summarize(const char *dump, size_t len, double *bytes, double *objs,
-							  size_t *stacks, char *err, size_t errlen);
+/*
+ * Totals of a dump, unsampled, without symbolizing it (jeprof's Total).
+ * HP_EFORMAT with a message in err for a malformed dump; running out of
+ * memory is raised through env.  Its own arena is freed whenever it returns.
+ */
+extern hp_status hp_summarize(hp_env *env, const char *dump, size_t len,
+							  double *bytes, double *objs, size_t *stacks,
+							  char *err, size_t errlen);
 
 #endif

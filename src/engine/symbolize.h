@@ -11,7 +11,8 @@
 #ifndef HEAPPROF_SYMBOLIZE_H
 #define HEAPPROF_SYMBOLIZE_H
 
-#include "profile.h"
+#include "env.h"
+#include "format.h"
 
 typedef struct hp_symbolizer hp_symbolizer;
 
@@ -27,11 +28,14 @@ typedef struct hp_symbol
 	bool		allocator;		/* inside the object that defines mallctl */
 } hp_symbol;
 
-
 extern hp_symbolizer *hp_symbolizer_new(void);
 extern void hp_symbolizer_free(hp_symbolizer *s);
 
-/* Point the session at a dump's maps; cheap when they did not change. */
+/*
+ * Point the session at a dump's maps; cheap when they did not change.
+ * HP_ENOMEM when memory ran out: the session then has no modules (every
+ * frame is an address) until a sync succeeds, never the previous dump's.
+ */
 extern hp_status hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len);
 
 /*
@@ -42,6 +46,9 @@ extern hp_status hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t l
  *    inode, "[replaced]", and "(deleted)", "[deleted]");
  *  - allocator_base, where the object defining mallctl is loaded (0 if
  *    unknown): its frames are cut even when its file changed on disk.
+ * HP_ENOMEM when the build-ids could not be copied: no file is trusted
+ * then, every frame in an object is labelled "[build-id unknown]", until an
+ * expect succeeds.
  */
 extern hp_status hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n,
 									  uint64_t allocator_base);

@@ -1,128 +1,35 @@
 /*
- * control.c -- status and switches of jemalloc's profiler in this backend.
+ * control.c -- status and switches of jemalloc's profiler, and the processes to pick from.
  *
  * Every backend is a forked process with its own profiler state: these
  * functions act on the calling backend, or with pid => N on process N
- * through remote.c.  heapprof_status() must work on
- * any server, with or without jemalloc: it is the diagnostic that tells the
- * DBA what to set.  Every other function raises a clear error when profiling
- * is not usable.
+ * (process.c decides which).  heapprof_status() works on any server, with
+ * or without jemalloc; every other function raises a clear error when
+ * profiling is not usable.
  */
 #include "postgres.h"
 
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/procarray.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 
-#include "heapprof_pg.h"
+#include "compat.h"
+#include "errors.h"
+#include "process.h"
+#include "request.h"
+#include "shmem.h"
 
 PG_FUNCTION_INFO_V1(heapprof_status);
 PG_FUNCTION_INFO_V1(heapprof_enable);
 PG_FUNCTION_INFO_V1(heapprof_disable);
 PG_FUNCTION_INFO_V1(heapprof_reset);
+PG_FUNCTION_INFO_V1(heapprof_backends);
+PG_FUNCTION_INFO_V1(heapprof_requests);
 
-#define SETUP_HINT_TAIL \
-	"in the postmaster's environment and restart the server (on Debian: /etc/postgresql/15/<cluster>/environment)."
-
-const char *
-hp_setup_hint(hpj_state state)
-{
-	switch (state)
-	{
-		case HPJ_USABLE:
-			return NULL;
-		case HPJ_NOT_LOADED:
-			return "Set LD_PRELOAD=" HEAPPROF_JEMALLOC_SO " and MALLOC_CONF="
-				HEAPPROF_MALLOC_CONF " " SETUP_HINT_TAIL;
-		case HPJ_NOT_ALLOCATOR:
-			return "jemalloc must replace malloc for the whole server: set LD_PRELOAD="
-				HEAPPROF_JEMALLOC_SO " and MALLOC_CONF=" HEAPPROF_MALLOC_CONF " "
-				SETUP_HINT_TAIL " Loading it later (dlopen, shared_preload_libraries) is not enough.";
-		case HPJ_NO_PROF_BUILD:
-			return "Use a jemalloc built with --enable-prof (Debian's libjemalloc2 is): set LD_PRELOAD="
-				HEAPPROF_JEMALLOC_SO " and MALLOC_CONF=" HEAPPROF_MALLOC_CONF " " SETUP_HINT_TAIL;
-		case HPJ_PROF_OFF:
-			return "Set MALLOC_CONF=" HEAPPROF_MALLOC_CONF " (prof:true is required; other options may follow) "
-				SETUP_HINT_TAIL;
-	}
-	return NULL;
-}
-
-static const char *
-state_message(hpj_state state)
-{
-	switch (state)
-	{
-		case HPJ_USABLE:
-			break;
-		case HPJ_NOT_LOADED:
-			return "jemalloc is not loaded in this server process";
-		case HPJ_NOT_ALLOCATOR:
-			return "jemalloc is loaded but is not this server process's allocator";
-		case HPJ_NO_PROF_BUILD:
-			return "the loaded jemalloc was built without heap profiling";
-		case HPJ_PROF_OFF:
-			return "jemalloc heap profiling was not enabled when the server started";
-	}
-	return "jemalloc heap profiling is usable";
-}
-
-/* ERROR unless jemalloc is the allocator and was started with prof:true. */
-void
-hp_require_profiling(void)
-{
-	hpj_state	state = hpj_probe();
-	const char *conf;
-
-	if (state == HPJ_USABLE)
-		return;
-	conf = getenv("MALLOC_CONF");
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("%s", state_message(state)),
-			 state == HPJ_PROF_OFF ?
-			 errdetail("MALLOC_CONF is \"%s\".", conf ? conf : "") : 0,
-			 errhint("%s", hp_setup_hint(state))));
-}
-
-/* ERROR for a request another process could not carry out. */
-void
-hp_check_remote(int pid, const hp_remote *r, const char *what)
-{
-	if (r->rc < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("in process %d: %s", pid, state_message(r->status.state)),
-				 errhint("%s", hp_setup_hint(r->status.state))));
-	if (r->rc > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_SYSTEM_ERROR),
-				 errmsg("jemalloc in process %d could not %s: %s", pid, what, strerror(r->rc)),
-				 errhint("Check heapprof_status(pid => %d) and the server log.", pid)));
-}
-
-/* Does argument arg name a process other than this one? (NULL: this one) */
-bool
-hp_is_other(FunctionCallInfo fcinfo, int arg, int *pid)
-{
-	if (PG_NARGS() <= arg || PG_ARGISNULL(arg))
-		return false;
-	*pid = PG_GETARG_INT32(arg);
-	return *pid != MyProcPid;
-}
-
-/* ERROR for a failed mallctl call on a process where profiling is usable. */
-void
-hp_check_mallctl(int rc, const char *what)
-{
-	if (rc == 0)
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_SYSTEM_ERROR),
-			 errmsg("jemalloc could not %s: %s", what, strerror(rc)),
-			 errhint("Check heapprof_status() and the server log; the server's MALLOC_CONF may restrict profiling.")));
-}
+#define PROC_ARG(i) hpg_proc_of(PG_ARGISNULL(i), PG_GETARG_INT32(i))
 
 /* heapprof_status(pid integer DEFAULT NULL): this process's, or pid's */
 Datum
@@ -130,29 +37,22 @@ heapprof_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	hpj_status	st;
+	char		version[64];
 	Datum		values[10];
 	bool		nulls[10] = {0};
 	const char *hint;
-	int			pid = MyProcPid;
-	hp_remote	r;
+	hpg_proc	p = PROC_ARG(0);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
-	if (hp_is_other(fcinfo, 0, &pid))
-	{
-		hp_remote_call(pid, HP_OP_STATUS, -1, NULL, &r);
-		st = r.status;
-		st.version = r.version[0] ? r.version : NULL;
-	}
-	else
-		hpj_get_status(&st);
-	hint = hp_setup_hint(st.state);
-	if (hint == NULL && !hp_remote_available())
+	hpg_proc_status(p, &st, version, sizeof(version));
+	hint = hpg_setup_hint(st.state);
+	if (hint == NULL && hpg_shmem == NULL)
 		hint = "Add heapprof to shared_preload_libraries and restart to profile other processes by pid and to use exit dumps.";
 
-	values[0] = Int32GetDatum(pid);
+	values[0] = Int32GetDatum(p.pid);
 	values[1] = BoolGetDatum(st.state != HPJ_NOT_LOADED && st.state != HPJ_NOT_ALLOCATOR);
 	if (st.version)
 		values[2] = CStringGetTextDatum(st.version);
@@ -174,39 +74,18 @@ heapprof_status(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-static bool
-set_active(FunctionCallInfo fcinfo, bool on)
-{
-	hpj_status	st;
-	hp_remote	r;
-	int			pid;
-	const char *what = on ? "activate profiling" : "deactivate profiling";
-
-	if (hp_is_other(fcinfo, 0, &pid))
-	{
-		hp_remote_call(pid, on ? HP_OP_ENABLE : HP_OP_DISABLE, -1, NULL, &r);
-		hp_check_remote(pid, &r, what);
-		return r.status.active;
-	}
-	hp_require_profiling();
-	hp_check_mallctl(hpj_set_active(on), what);
-	hp_publish_state();
-	hpj_get_status(&st);
-	return st.active;
-}
-
 /* heapprof_enable(pid integer DEFAULT NULL) */
 Datum
 heapprof_enable(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(set_active(fcinfo, true));
+	PG_RETURN_BOOL(hpg_proc_set_active(PROC_ARG(0), true));
 }
 
 /* heapprof_disable(pid integer DEFAULT NULL) */
 Datum
 heapprof_disable(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(set_active(fcinfo, false));
+	PG_RETURN_BOOL(hpg_proc_set_active(PROC_ARG(0), false));
 }
 
 /*
@@ -219,13 +98,10 @@ Datum
 heapprof_reset(PG_FUNCTION_ARGS)
 {
 	int			lg = -1;
-	hpj_status	st;
-	hp_remote	r;
-	int			pid;
-	bool		other = hp_is_other(fcinfo, 1, &pid);
+	hpg_proc	p = PROC_ARG(1);
 
-	if (!other)
-		hp_require_profiling();
+	if (p.self)
+		hpg_require_profiling();
 	if (!PG_ARGISNULL(0))
 	{
 		int64		interval = PG_GETARG_INT64(0);
@@ -240,14 +116,127 @@ heapprof_reset(PG_FUNCTION_ARGS)
 		for (lg = 0; (INT64CONST(1) << lg) < interval; lg++)
 			;
 	}
-	if (other)
+	PG_RETURN_INT64(hpg_proc_reset(p, lg));
+}
+
+static const char *
+state_name(BackendState state)
+{
+	switch (state)
 	{
-		hp_remote_call(pid, HP_OP_RESET, lg, NULL, &r);
-		hp_check_remote(pid, &r, "reset the heap profile");
-		PG_RETURN_INT64((int64) r.status.sample_interval);
+		case STATE_IDLE:
+			return "idle";
+		case STATE_RUNNING:
+			return "active";
+		case STATE_IDLEINTRANSACTION:
+			return "idle in transaction";
+		case STATE_IDLEINTRANSACTION_ABORTED:
+			return "idle in transaction (aborted)";
+		case STATE_FASTPATH:
+			return "fastpath function call";
+		default:
+			return NULL;
 	}
-	hp_check_mallctl(hpj_reset(lg), "reset the heap profile");
-	hp_publish_state();
-	hpj_get_status(&st);
-	PG_RETURN_INT64((int64) st.sample_interval);
+}
+
+/* heapprof_backends(): the processes heapprof can reach, to pick a pid */
+Datum
+heapprof_backends(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			n = pgstat_fetch_stat_numbackends();
+
+	InitMaterializedSRF(fcinfo, 0);
+	hpg_publish_state();
+	for (int i = 1; i <= n; i++)
+	{
+		LocalPgBackendStatus *local = hpg_local_beentry(i);
+		PgBackendStatus *be = local ? &local->backendStatus : NULL;
+		Datum		values[7];
+		bool		nulls[7] = {0};
+		PGPROC	   *proc;
+		char	   *user;
+		const char *state;
+		hpg_published *pub;
+
+		if (be == NULL || be->st_procpid <= 0)
+			continue;
+		proc = BackendPidGetProc(be->st_procpid);
+		if (proc == NULL)
+			proc = AuxiliaryPidGetProc(be->st_procpid);
+		if (proc == NULL)
+			continue;			/* no ProcSignal slot: cannot be asked */
+		values[0] = Int32GetDatum(be->st_procpid);
+		values[1] = CStringGetTextDatum(GetBackendTypeDesc(be->st_backendType));
+		user = OidIsValid(be->st_userid) ? GetUserNameFromId(be->st_userid, true) : NULL;
+		values[2] = user ? CStringGetTextDatum(user) : (Datum) 0;
+		nulls[2] = user == NULL;
+		values[3] = CStringGetTextDatum(be->st_appname ? be->st_appname : "");
+		state = state_name(be->st_state);
+		values[4] = state ? CStringGetTextDatum(state) : (Datum) 0;
+		nulls[4] = state == NULL;
+		nulls[5] = nulls[6] = true;
+		if (hpg_shmem)
+		{
+			hpg_published p = {0};
+
+			SpinLockAcquire(&hpg_shmem->mutex);
+			pub = hpg_published_of(hpg_procno(proc));
+			if (pub)
+				p = *pub;
+			SpinLockRelease(&hpg_shmem->mutex);
+			/* known only once the process took part in heapprof */
+			if (p.pid == be->st_procpid)
+			{
+				values[5] = BoolGetDatum(p.active);
+				nulls[5] = false;
+				values[6] = Int64GetDatum(p.allocated);
+				nulls[6] = p.allocated < 0;
+			}
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * heapprof_requests(): the requests under way, to see who holds the slots
+ * (too many heapprof requests, 53300).  Slots of requests whose target or
+ * requester is gone are freed first.
+ */
+Datum
+heapprof_requests(PG_FUNCTION_ARGS)
+{
+	static const char *const ops[] = {"status", "enable", "disable", "reset", "dump"};
+	static const char *const states[] = {"free", "pending", "working", "done", "abandoned"};
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	hpg_slot	copy[HPG_NSLOTS];
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (hpg_shmem == NULL)
+		return (Datum) 0;
+	hpg_reclaim_slots();
+	SpinLockAcquire(&hpg_shmem->mutex);
+	memcpy(copy, hpg_shmem->slots, sizeof(copy));
+	SpinLockRelease(&hpg_shmem->mutex);
+	for (int i = 0; i < HPG_NSLOTS; i++)
+	{
+		const hpg_slot *s = &copy[i];
+		Datum		values[6];
+		bool		nulls[6] = {0};
+		char	   *role;
+
+		if (s->state == SLOT_FREE)
+			continue;
+		values[0] = Int32GetDatum(s->requester);
+		role = GetUserNameFromId(s->requester_role, true);
+		values[1] = role ? CStringGetTextDatum(role) : (Datum) 0;
+		nulls[1] = role == NULL;
+		values[2] = Int32GetDatum(s->target);
+		values[3] = CStringGetTextDatum(ops[s->op]);
+		values[4] = CStringGetTextDatum(states[s->state]);
+		values[5] = TimestampTzGetDatum(s->since);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

@@ -1,5 +1,5 @@
 /*
- * fold.c -- recognise PostgreSQL's memory allocator in stack frames.
+ * fold.c -- recognise PostgreSQL's allocator in stack frames.
  *
  * Almost every allocation in a backend is palloc -> AllocSetAlloc -> malloc,
  * so unfolded reports charge nearly everything to AllocSetAlloc.  Folding
@@ -9,14 +9,15 @@
  * realloc twins are static: Debian's stripped postgres has no name for them.
  * Two independent facts find them anyway:
  *  - They are only ever called through a context's method table, from the
- *    exported memory-context entry points (palloc, MemoryContextAlloc*,
- *    repalloc, ...: hp_postgres_allocator), and the engine cuts everything
- *    leafward of the rootmost folded frame, so those nameless frames go with
- *    the named entry point above them.
- *  - In this process their exact start addresses are the alloc and realloc
- *    pointers of a live context's method table.  The engine compares them
- *    with each frame's function start (from symbols or .eh_frame), which
- *    catches them even where no named entry point lies above.
+ *    exported memory-context entry points (palloc, MemoryContextAlloc*, ...:
+ *    src/fold_names.c), and the engine cuts everything leafward of the
+ *    rootmost folded frame, so those nameless frames go with the named
+ *    entry point above them.
+ *  - Their exact start addresses are the alloc and realloc pointers of a
+ *    live context's method table.  They are read here once and written into
+ *    every dump this process takes (%heapprof-fold), so a stored profile is
+ *    folded with the addresses of the process that dumped it, not of the
+ *    one reading it (PIE and ASLR move them at every server start).
  * Both rely on nothing but PostgreSQL's memory-context API, not on names.
  */
 #include "postgres.h"
@@ -24,53 +25,60 @@
 #include "nodes/memnodes.h"
 #include "utils/memutils.h"
 
-#include "heapprof_pg.h"
-#include "engine/graph.h"
+#include "compat.h"
+#include "fold.h"
 
-#define MAX_STARTS 6
+#define MAX_STARTS 8
 
-static uint64 starts[MAX_STARTS];
-static int	nstarts = -1;
+static uint64_t starts[MAX_STARTS];
+static size_t nstarts;
 
 static void
 add_methods(MemoryContext cxt)
 {
-	starts[nstarts++] = (uint64) (uintptr_t) cxt->methods->alloc;
-	starts[nstarts++] = (uint64) (uintptr_t) cxt->methods->realloc;
+	starts[nstarts++] = (uint64_t) (uintptr_t) cxt->methods->alloc;
+	starts[nstarts++] = (uint64_t) (uintptr_t) cxt->methods->realloc;
 }
 
 static int
 cmp_u64(const void *a, const void *b)
 {
-	uint64		x = *(const uint64 *) a;
-	uint64		y = *(const uint64 *) b;
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
 
 	return (x > y) - (x < y);
 }
 
-/* Fill the folding options for a dump of this backend. */
 void
-hp_fold_postgres(hp_options *o)
+hpg_fold_init(void)
 {
-	if (nstarts < 0)
-	{
-		MemoryContext gen;
-		MemoryContext slab;
+	MemoryContext gen;
+	MemoryContext slab;
 
-		/* one throwaway context of each kind, to read its method table */
-		gen = GenerationContextCreate(CurrentMemoryContext, "heapprof probe",
-									  0, 8192, 8192);
-		slab = SlabContextCreate(CurrentMemoryContext, "heapprof probe",
-								 SLAB_DEFAULT_BLOCK_SIZE, 64);
-		nstarts = 0;
-		add_methods(TopMemoryContext);	/* AllocSet */
-		add_methods(gen);
-		add_methods(slab);
-		MemoryContextDelete(gen);
-		MemoryContextDelete(slab);
-		qsort(starts, nstarts, sizeof(uint64), cmp_u64);
+	if (nstarts > 0)
+		return;
+	/* one throwaway context of each kind, to read its method table */
+	gen = GenerationContextCreate(TopMemoryContext, "heapprof probe", 0, 8192, 8192);
+	slab = SlabContextCreate(TopMemoryContext, "heapprof probe", SLAB_DEFAULT_BLOCK_SIZE, 64);
+	add_methods(TopMemoryContext);	/* AllocSet */
+	add_methods(gen);
+	add_methods(slab);
+	MemoryContextDelete(gen);
+	MemoryContextDelete(slab);
+#ifdef HPG_HAVE_BUMP
+	{
+		MemoryContext bump = BumpContextCreate(TopMemoryContext, "heapprof probe", ALLOCSET_SMALL_SIZES);
+
+		add_methods(bump);
+		MemoryContextDelete(bump);
 	}
-	o->fold_names = hp_postgres_allocator;
-	o->fold_starts = starts;
-	o->nfold_starts = (size_t) nstarts;
+#endif
+	qsort(starts, nstarts, sizeof(uint64_t), cmp_u64);
+}
+
+const uint64_t *
+hpg_fold_starts(size_t *n)
+{
+	*n = nstarts;
+	return starts;
 }

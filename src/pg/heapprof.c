@@ -2,19 +2,32 @@
  * heapprof.c -- module entry point.
  *
  * heapprof puts jemalloc's heap profiler behind SQL.  This file only holds
- * what PostgreSQL needs to load the module, its settings and its hooks; the
- * SQL functions live with their purpose: control.c (status and switches),
- * reports.c (profiles as rows), store.c (snapshots and exit dumps).
+ * what PostgreSQL needs to load the module and what happens when a client
+ * backend starts; each part defines its own settings (analysis.c,
+ * exitdump.c, request.c) and the SQL functions live with their purpose:
+ * control.c (status and switches), reports.c (profiles as rows and values),
+ * snapshots.c and exitdump.c (stored profiles).
+ *
+ * The layers, each using only those below it:
+ *   SQL glue      control.c  reports.c  snapshots.c  exitdump.c
+ *   arguments     args.c
+ *   decisions     process.c (this process or process N)   store.c
+ *   mechanisms    request.c  target.c  capture.c  analysis.c  fold.c
+ *   foundations   shmem.c  files.c  errors.c  compat.h  (src/jemalloc.c, src/engine)
  */
 #include "postgres.h"
-
-#include <limits.h>
 
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "heapprof_pg.h"
+#include "analysis.h"
+#include "exitdump.h"
+#include "fold.h"
+#include "jemalloc.h"
+#include "request.h"
+#include "shmem.h"
+#include "target.h"
 
 PG_MODULE_MAGIC;
 
@@ -42,44 +55,18 @@ client_started(struct Port *port, int status)
 		prev_client_auth_hook(port, status);
 	if (status != STATUS_OK)
 		return;
-	hp_store_register_exit();
+	hpg_exitdump_register();
 	/* publish only what changed: most backends start with nothing to tell */
 	if (enable_at_start && hpj_probe() == HPJ_USABLE && hpj_set_active(true) == 0)
-		hp_publish_state();
+		hpg_publish_state();
 }
 
 void
 _PG_init(void)
 {
-	DefineCustomIntVariable("heapprof.symbol_cache_limit",
-							"Most memory a backend keeps for symbolizing heap profiles.",
-							"Symbol tables and debug info stay cached between reports; "
-							"above this they are dropped after the report that exceeded it.",
-							&hp_symbol_cache_limit_kb,
-							65536, 0, MAX_KILOBYTES,
-							PGC_SUSET, GUC_UNIT_KB,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("heapprof.dump_on_exit_threshold",
-							"A backend exiting with more than this allocated leaves its heap profile in $PGDATA/heapprof/dumps.",
-							"-1 disables exit dumps. Needs shared_preload_libraries = 'heapprof'.",
-							&hp_dump_on_exit_threshold_kb,
-							-1, -1, MAX_KILOBYTES,
-							PGC_SUSET, GUC_UNIT_KB,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("heapprof.max_dumps",
-							"Most exit dumps kept; the oldest are removed first.",
-							NULL,
-							&hp_max_dumps,
-							20, 0, 1000000,
-							PGC_SUSET, 0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("heapprof.max_dump_bytes",
-							"Most disk space exit dumps may take; the oldest are removed first.",
-							NULL,
-							&hp_max_dump_bytes_kb,
-							100 * 1024, 0, MAX_KILOBYTES,
-							PGC_SUSET, GUC_UNIT_KB,
-							NULL, NULL, NULL);
+	hpg_analysis_init();
+	hpg_exitdump_init();
+	hpg_request_init();
 	DefineCustomBoolVariable("heapprof.enable_at_start",
 							 "Client backends start with heap profiling active.",
 							 "For exit dumps of every session. Needs shared_preload_libraries = 'heapprof'.",
@@ -87,29 +74,17 @@ _PG_init(void)
 							 false,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
-	DefineCustomBoolVariable("heapprof.profile_self",
-							 "Sample heapprof's own allocations too.",
-							 "Off, heapprof keeps its own work out of the profiles it reports; on, it shows it (to check heapprof itself).",
-							 &hp_profile_self,
-							 false,
-							 PGC_SUSET, 0,
-							 NULL, NULL, NULL);
-	DefineCustomIntVariable("heapprof.request_timeout",
-							"How long a request to another process (pid => N) waits for its answer.",
-							NULL,
-							&hp_request_timeout_ms,
-							5000, 1, INT_MAX,
-							PGC_USERSET, GUC_UNIT_MS,
-							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("heapprof");
+	hpg_fold_init();
 
 	if (process_shared_preload_libraries_in_progress)
 	{
-		/* in the postmaster: shared memory, hooks every process inherits */
-		hp_remote_init();
+		/* in the postmaster: shared memory and hooks every process inherits */
+		hpg_shmem_init();
+		hpg_target_init();
 		prev_client_auth_hook = ClientAuthentication_hook;
 		ClientAuthentication_hook = client_started;
 	}
 	else
-		hp_store_register_exit();	/* loaded by this backend only */
+		hpg_exitdump_register();	/* loaded by this backend only */
 }

@@ -1,15 +1,19 @@
 /*
- * flame.c -- an interactive SVG flame graph, in the style of flamegraph.pl.
+ * render_flame.c -- an interactive SVG flame graph, in the style of
+ * flamegraph.pl.
  *
  * Paths become a tree from the root (bottom) to the allocating frames (top);
  * a frame's width is the memory below it.  The SVG is self-contained:
  * tooltips (<title>), a details line on hover, click to zoom, a search that
  * highlights matching frames and tells their share, all in a few lines of
- * script.  Colors tell the object: PostgreSQL warm, its extensions purple,
- * the C library and loader green, other libraries aqua.  In a diff, widths
- * are the current profile and colors the change: red grew, blue shrank.
+ * script.  Colors tell the object: the program itself (o->home_object, e.g.
+ * postgres) warm, its extensions purple, the C library and loader green,
+ * other libraries aqua.  In a diff, widths are the current profile and
+ * colors the change: red grew, blue shrank.  Names come from ELF and DWARF
+ * and may hold any byte: they are escaped, and bytes that are not UTF-8
+ * become '?', so the document is always well-formed XML.
  */
-#include "flame.h"
+#include "render.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -59,11 +63,57 @@ child_of(hp_arena *a, hp_map *index, node **nodes, size_t *cap, size_t *n,
 	return (uint32_t) i;
 }
 
+/* Length of the valid UTF-8 character XML allows at s, or 0. */
+static size_t
+utf8_char(const unsigned char *s)
+{
+	uint32_t	c;
+	size_t		n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, c = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, c = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, c = s[0] & 0x07;
+	else
+		return 0;
+	/* a NUL ends the string before any missing continuation byte is read */
+	for (size_t k = 1; k < n; k++)
+	{
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[k] & 0x3f);
+	}
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+		(c >= 0xd800 && c <= 0xdfff) || c == 0xfffe || c == 0xffff)
+		return 0;
+	return n;
+}
+
+/* s as XML text: at most max bytes, markup escaped, control characters dropped. */
 static void
 xml_text(hp_buf *out, const char *s, size_t max)
 {
 	for (size_t i = 0; s[i] && i < max; i++)
 	{
+		size_t		n = utf8_char((const unsigned char *) &s[i]);
+
+		if (n == 0)
+		{
+			hp_buf_append(out, "?", 1);
+			continue;
+		}
+		if (n > 1)
+		{
+			if (i + n > max)
+				break;
+			hp_buf_append(out, &s[i], n);
+			i += n - 1;
+			continue;
+		}
 		switch (s[i])
 		{
 			case '&':
@@ -97,7 +147,8 @@ name_hash(const char *s)
 }
 
 static void
-frame_color(const hp_func *fn, double delta, double max_delta, bool diff, char *buf, size_t len)
+frame_color(const hp_options *o, const hp_func *fn, double delta, double max_delta, bool diff,
+			char *buf, size_t len)
 {
 	double		v = name_hash(fn->name);
 	const char *obj = fn->object ? fn->object : "";
@@ -113,7 +164,7 @@ frame_color(const hp_func *fn, double delta, double max_delta, bool diff, char *
 		else
 			snprintf(buf, len, "rgb(235,235,235)");
 	}
-	else if (strcmp(obj, "postgres") == 0)
+	else if (o->home_object && strcmp(obj, o->home_object) == 0)
 		snprintf(buf, len, "rgb(%d,%d,%d)", 205 + (int) (50 * v), (int) (230 * v), 55);
 	else if (strncmp(obj, "libc.so", 7) == 0 || strncmp(obj, "ld-linux", 8) == 0)
 		snprintf(buf, len, "rgb(%d,%d,%d)", (int) (80 * v), 190 + (int) (55 * v), (int) (80 * v));
@@ -203,6 +254,7 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 		double		w = diff ? path->current : path->value;
 		uint32_t	parent = UINT32_MAX;
 
+		hp_work(a->env, path->nframes + 1);
 		if (path->nframes == 0)
 			continue;
 		total += w > 0 ? w : 0;
@@ -221,6 +273,7 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 		max_delta = fmax(max_delta, fabs(nodes[i].delta));
 	/* each frame's own memory: what its children do not take */
 	self = hp_alloc(a, (n ? n : 1) * sizeof(double));
+	hp_work(a->env, 2 * n);
 	for (size_t i = 0; i < n; i++)
 	{
 		self[i] = nodes[i].width;
@@ -274,10 +327,11 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 			double		cx = nd->x;
 			double		w = nd->width * scale;
 			const hp_func *fn = &g->funcs[nd->func];
-			char		color[32];
+			char		color[48];
 			char		amount[96];
 			double		pct = total > 0 ? 100.0 * nd->width / total : 0;
 
+			hp_work(a->env, 1);
 			for (uint32_t c = nd->first_child; c; c = nodes[c - 1].next_sibling)
 			{
 				nodes[c - 1].x = cx;
@@ -286,7 +340,7 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 			}
 			if (w < MIN_WIDTH)
 				continue;
-			frame_color(fn, nd->delta, max_delta, diff, color, sizeof(color));
+			frame_color(o, fn, nd->delta, max_delta, diff, color, sizeof(color));
 			if (diff)
 				snprintf(amount, sizeof(amount), "%.0f %s now, %+.0f %s", nd->width, unit, nd->delta, unit);
 			else

@@ -1,5 +1,5 @@
 /*
- * pprof.c -- profile.proto, written directly.
+ * render_pprof.c -- profile.proto, written directly.
  *
  * The format is small enough to encode by hand: varints and length-delimited
  * fields.  Sample types are inuse_objects (count) and inuse_space (bytes),
@@ -9,7 +9,7 @@
  * the Mapping it lies in, with the object's build-id.  Values are whole
  * numbers, truncated as jeprof prints them; with a base they may be negative.
  */
-#include "pprof.h"
+#include "maps.h"
 #include "render.h"
 
 #include <stdio.h>
@@ -109,7 +109,7 @@ typedef struct mapping
 	uint64_t	limit;
 	uint64_t	offset;
 	uint64_t	base;			/* where the object's first segment starts: its bias */
-	char		path[512];
+	const char *path;			/* in the arena */
 } mapping;
 
 static size_t
@@ -117,45 +117,37 @@ read_mappings(hp_arena *a, const hp_profile *p, mapping **out)
 {
 	const char *s = p->maps;
 	const char *end = s ? s + p->maps_len : NULL;
+	hp_mapping m;
 	mapping    *v = NULL;
 	size_t		n = 0;
 	size_t		cap = 0;
 	uint64_t	base = 0;
-	char		last[512] = "";
+	const char *last = NULL;
+	size_t		lastlen = 0;
 
-	while (s && s < end)
+	while (hp_maps_next(&s, end, &m))
 	{
-		const char *nl = memchr(s, '\n', (size_t) (end - s));
-		size_t		len = (size_t) ((nl ? nl : end) - s);
-		char		line[700];
-		unsigned long long lo, hi, off;
-		char		perms[8] = "";
-		int			pos = 0;
-
-		len = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
-		memcpy(line, s, len);
-		line[len] = '\0';
-		s = nl ? nl + 1 : end;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perms, &off, &pos) < 4 ||
-			pos == 0 || line[pos] != '/')
+		hp_work(a->env, 1);
+		if (m.path == NULL)
 			continue;
-		if (off == 0 && strcmp(last, line + pos) != 0)
-			base = lo;
-		snprintf(last, sizeof(last), "%s", line + pos);
-		if (strlen(perms) < 3 || perms[2] != 'x')
+		if (m.offset == 0 && (last == NULL || lastlen != m.pathlen ||
+							  memcmp(last, m.path, m.pathlen) != 0))
+			base = m.start;
+		last = m.path;
+		lastlen = m.pathlen;
+		if (!m.exec)
 			continue;
 		HP_RESERVE(a, v, cap, n);
-		v[n] = (mapping) {lo, hi, off, base, ""};
-		snprintf(v[n].path, sizeof(v[n].path), "%s", line + pos);
+		v[n] = (mapping) {m.start, m.end, m.offset, base, hp_strndup(a, m.path, m.pathlen)};
 		n++;
 	}
 	*out = v;
 	return n;
 }
 
-bool
-hp_render_pprof(hp_arena *a, const hp_graph *g, const hp_profile *p,
-				const hp_options *o, hp_buf *out)
+void
+hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
+				const hp_graph *g, const hp_options *o, hp_buf *out)
 {
 	hp_buf		pb;
 	strings		st;
@@ -180,20 +172,24 @@ hp_render_pprof(hp_arena *a, const hp_graph *g, const hp_profile *p,
 			string_index(&st, o->measure == HP_INUSE_OBJECTS ? "inuse_objects" : "inuse_space"));
 
 	/* each function: the first of the profile's addresses that names it */
-	for (size_t i = 0; i < g->npcs; i++)
+	for (size_t i = 0; i < pl->npcs; i++)
+	{
+		hp_work(a->env, 1);
 		for (uint32_t u = g->pc_first[i]; u < g->pc_first[i + 1]; u++)
 			if (address[g->pc_funcs[u]] == 0)
 			{
-				address[g->pc_funcs[u]] = g->pcs[i];
-				line[g->pc_funcs[u]] = u + 1 == g->pc_first[i + 1] && g->syms[i].line > 0 ?
-					(uint32_t) g->syms[i].line : 0;
+				address[g->pc_funcs[u]] = pl->pcs[i];
+				line[g->pc_funcs[u]] = u + 1 == g->pc_first[i + 1] && pl->syms[i].line > 0 ?
+					(uint32_t) pl->syms[i].line : 0;
 			}
+	}
 
 	for (size_t m = 0; m < nmaps; m++)
 	{
 		hp_buf		msg;
 		char		id[160] = "";
 
+		hp_work(a->env, 1 + p->nids);
 		for (size_t k = 0; k < p->nids; k++)
 			if (p->ids[k].bias == maps[m].base)
 				for (size_t j = 0; j < p->ids[k].len && j < 64; j++)
@@ -218,6 +214,7 @@ hp_render_pprof(hp_arena *a, const hp_graph *g, const hp_profile *p,
 		const char *colon;
 		uint64_t	mapping_id = 0;
 
+		hp_work(a->env, 1 + nmaps);
 		if (fn->location && (colon = strrchr(fn->location, ':')) != NULL)
 			snprintf(file, sizeof(file), "%.*s", (int) (colon - fn->location), fn->location);
 		hp_buf_init(&msg, a);
@@ -248,6 +245,7 @@ hp_render_pprof(hp_arena *a, const hp_graph *g, const hp_profile *p,
 		hp_buf		ids;
 		hp_buf		vals;
 
+		hp_work(a->env, path->nframes + 1);
 		if (path->nframes == 0)
 			continue;
 		hp_buf_init(&ids, a);
@@ -264,14 +262,15 @@ hp_render_pprof(hp_arena *a, const hp_graph *g, const hp_profile *p,
 
 	/* gzip (windowBits 15 + 16); the output is allocated before zlib's state */
 	if (pb.len > UINT32_MAX / 2)
-		return false;
+		hp_fail(a->env, HP_ELIMIT, "the pprof profile is too large to compress");
+	hp_work(a->env, pb.len / 64);
 	cap = pb.len + pb.len / 8 + 1024;	/* above deflateBound for any level */
 	hp_buf_init(out, a);
 	out->data = hp_alloc(a, cap);
 	out->cap = cap;
 	memset(&z, 0, sizeof(z));
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return false;
+		hp_fail(a->env, HP_ENOMEM, "zlib could not compress the pprof profile");
 	z.next_in = (Bytef *) (pb.data ? pb.data : "");
 	z.avail_in = (uInt) pb.len;
 	z.next_out = (Bytef *) out->data;
@@ -279,5 +278,6 @@ hp_render_pprof(hp_arena *a, const hp_graph *g, const hp_profile *p,
 	rc = deflate(&z, Z_FINISH);
 	out->len = cap - z.avail_out;
 	deflateEnd(&z);
-	return rc == Z_STREAM_END;
+	if (rc != Z_STREAM_END)
+		hp_fail(a->env, HP_ENOMEM, "zlib could not compress the pprof profile");
 }

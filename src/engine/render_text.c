@@ -1,5 +1,6 @@
 /*
- * render.c -- text, dot and collapsed reports with jeprof's exact layout.
+ * render_text.c -- text, top, dot and collapsed reports with jeprof's exact
+ * layout.
  *
  * Numbers are formatted as jeprof's Unparse and Percent do (MB with one
  * decimal, or truncated integers for bytes and objects), so a report can be
@@ -78,6 +79,7 @@ hp_top(hp_arena *a, const hp_graph *g, size_t limit, hp_row **rows)
 			r[n].cum = g->funcs[f].cum;
 			n++;
 		}
+	hp_work(a->env, g->nfuncs + n);
 	qsort(r, n, sizeof(*r), row_cmp);
 	for (size_t i = 0; i < n && out < limit; i++)
 	{
@@ -105,6 +107,7 @@ hp_render_text(hp_arena *a, const hp_graph *g, const hp_options *o, size_t limit
 	}
 	for (size_t i = 0; i < n; i++)
 	{
+		hp_work(a->env, 1);
 		unparse(o, rows[i].flat, v1, sizeof(v1));
 		unparse(o, rows[i].cum, v2, sizeof(v2));
 		hp_percent(rows[i].flat, g->local_total, p1, sizeof(p1));
@@ -205,6 +208,7 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 	for (size_t f = 0; f < g->nfuncs; f++)
 		if (g->funcs[f].seen)
 			nodes[n++] = &g->funcs[f];
+	hp_work(a->env, g->nfuncs + n);
 	qsort(nodes, n, sizeof(*nodes), node_cmp);
 	last = n < (size_t) o->nodecount ? n : (size_t) o->nodecount;
 	while (last > 0 && fabs(nodes[last - 1]->cum) <= nodelimit)
@@ -230,6 +234,7 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 		const hp_func *fn = nodes[i];
 		double		fs = L > 0 ? 8 + (50.0 * sqrt(fabs(fn->flat * 1.0 / L))) : 8;
 
+		hp_work(a->env, 1);
 		node_of[fn - g->funcs] = (uint32_t) (i + 1);
 		hp_buf_printf(out, "N%zu [label=\"", i + 1);
 		dot_label(out, fn->name);
@@ -251,6 +256,7 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 	{
 		const hp_path *path = &g->paths[k];
 
+		hp_work(a->env, path->nframes + 1);
 		for (uint32_t j = 1; j < path->nframes; j++)
 		{
 			uint32_t	callee = node_of[path->frames[j - 1]];
@@ -271,6 +277,7 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 			ev[e].value += path->value;
 		}
 	}
+	hp_work(a->env, edges.count);
 	if (edges.count)
 		qsort(ev, edges.count, sizeof(*ev), edge_cmp);
 	indeg = hp_alloc(a, (last + 1) * sizeof(uint32_t));
@@ -281,6 +288,7 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 		double		fraction;
 		double		weight;
 
+		hp_work(a->env, 1);
 		if (indeg[ev[e].dst] != 0 &&
 			(fabs(v) <= edgelimit || outdeg[ev[e].src] >= 8 || indeg[ev[e].dst] >= 8))
 			continue;
@@ -318,11 +326,13 @@ hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out)
 
 	for (size_t k = 0; k < g->npaths; k++)
 		order[k] = &g->paths[k];
+	hp_work(a->env, g->npaths);
 	qsort(order, g->npaths, sizeof(*order), path_cmp);
 	for (size_t k = 0; k < g->npaths; k++)
 	{
 		const hp_path *path = order[k];
 
+		hp_work(a->env, path->nframes + 1);
 		/* root to leaf */
 		for (uint32_t j = path->nframes; j-- > 0;)
 		{

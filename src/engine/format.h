@@ -1,0 +1,69 @@
+/*
+ * format.h -- the one owner of heapprof's profile file format.
+ *
+ * A heapprof profile is jemalloc's heap_v2 text after "%" lines, which jeprof
+ * ignores as comments:
+ *
+ *   %heapprof v=1 pid=P owner=ROLE taken_at=T backend_type=TYPE   (stored profiles)
+ *   %heapprof-allocator BASE          where the object defining mallctl is loaded
+ *   %heapprof-build-id BIAS ID        one per loaded object with a GNU build-id
+ *   %heapprof-fold START ...          run-time starts of nameless allocator functions
+ *
+ * (hex numbers).  Every writer and reader of these lines -- the backend, the
+ * exit hook, the target of a pid request, the commands -- goes through here.
+ * The writers are plain C into a caller's buffer with no allocation, so a
+ * target process serving a request or a process at exit can use them.
+ */
+#ifndef HEAPPROF_FORMAT_H
+#define HEAPPROF_FORMAT_H
+
+#include "arena.h"
+
+#define HP_FORMAT_VERSION 1
+
+/* Build-id of an object loaded in the dumped process, keyed by load bias. */
+typedef struct hp_build_id
+{
+	uint64_t	bias;
+	uint8_t		id[64];
+	size_t		len;
+} hp_build_id;
+
+/* Most objects and fold starts one profile records. */
+#define HP_MAX_OBJECTS 1024
+#define HP_MAX_FOLD_STARTS 32
+
+/* What a process knows of itself when it dumps: for trusting files later. */
+typedef struct hp_identity
+{
+	uint64_t	allocator_base;
+	const hp_build_id *ids;
+	size_t		nids;
+	const uint64_t *fold_starts;	/* sorted */
+	size_t		nfold_starts;
+} hp_identity;
+
+/* Room that hp_format_identity may need at most. */
+#define HP_IDENTITY_MAX (64 + HP_MAX_OBJECTS * 170 + 32 + HP_MAX_FOLD_STARTS * 17)
+
+/* Who took a stored profile, and when. */
+typedef struct hp_meta
+{
+	int			version;		/* 0: written before the line was versioned */
+	int			pid;
+	unsigned	owner;			/* role OID */
+	long long	taken_at;		/* PostgreSQL TimestampTz */
+	char		backend_type[64];
+} hp_meta;
+
+/* Writers: the lines into buf (always NUL-terminated); return their length. */
+extern size_t hp_format_meta(char *buf, size_t size, const hp_meta *m);
+extern size_t hp_format_identity(char *buf, size_t size, const hp_identity *id);
+
+/* The "%heapprof" line among the leading "%" lines; false if there is none. */
+extern bool hp_read_meta(const char *text, size_t len, hp_meta *m);
+
+/* Bytes of the leading "%" lines: what is left out for jemalloc's own text. */
+extern size_t hp_header_length(const char *text, size_t len);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * locate.c -- symbolize a profile: every distinct address, once (locate.h).
+ */
+#include "locate.h"
+
+#include <string.h>
+
+/* Work units of one symbolized address: interrupts are polled every 256. */
+#define ADDRESS_WORK (HP_WORK_QUANTUM / 256)
+
+void
+hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_located *out)
+{
+	hp_env	   *env = a->env;
+	hp_status	rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = hp_symbolizer_sync(s, p->maps, p->maps_len);
+	if (rc != HP_OK)
+		hp_fail(env, rc, "could not load the memory map of the heap profile%s",
+				rc == HP_ENOMEM ? ": out of memory" : "");
+	rc = hp_symbolizer_expect(s, p->ids, p->nids, p->allocator_base);
+	if (rc != HP_OK)
+		hp_fail(env, rc, "could not take the build-ids of the heap profile%s",
+				rc == HP_ENOMEM ? ": out of memory" : "");
+
+	hp_map_init(&out->index, a);
+	for (size_t i = 0; i < p->nsamples; i++)
+	{
+		const hp_sample *smp = &p->samples[i];
+
+		hp_work(env, smp->npcs + 1);
+		for (uint32_t j = 0; j < smp->npcs; j++)
+			hp_map_put(&out->index, &smp->pcs[j], sizeof(uint64_t), NULL);
+	}
+	out->npcs = out->index.count;
+	out->pcs = hp_alloc(a, (out->npcs ? out->npcs : 1) * sizeof(uint64_t));
+	out->syms = hp_alloc(a, (out->npcs ? out->npcs : 1) * sizeof(hp_symbol));
+	for (size_t i = 0; i < out->npcs; i++)
+	{
+		memcpy(&out->pcs[i], out->index.keys[i].key, sizeof(uint64_t));
+		hp_work(env, ADDRESS_WORK);
+		hp_symbolize(s, out->pcs[i], a, &out->syms[i]);
+	}
+}
+
+size_t
+hp_located_index(const hp_located *l, uint64_t pc)
+{
+	return hp_map_get(&l->index, &pc, sizeof(pc));
+}

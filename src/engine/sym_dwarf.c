@@ -1,0 +1,210 @@
+/*
+ * sym_dwarf.c -- function names and inline chains from DWARF, per CU.
+ *
+ * dwarf_getscopes re-reads a CU's DIE tree from its root on every call
+ * (~100-150 us).  Instead each CU touched is walked once: every subprogram /
+ * inlined_subroutine range goes to a sorted array by how many such DIEs
+ * enclose it (gimli-addr2line's design), and a lookup binary-searches one
+ * depth after the other.  CU offsets repeat across modules, so each module
+ * has its own table.
+ */
+#include "sym_internal.h"
+
+#include <dwarf.h>
+
+/* A function or inlined-call range at one nesting depth of a CU (DWARF addresses). */
+typedef struct fn_range
+{
+	uint64_t	lo;
+	uint64_t	hi;
+	Dwarf_Off	die;
+} fn_range;
+
+struct sym_cu
+{
+	Dwarf_Off	cu;
+	fn_range   *level[SYM_MAX_INLINE_DEPTH];
+	size_t		nlevel[SYM_MAX_INLINE_DEPTH];
+	size_t		cap[SYM_MAX_INLINE_DEPTH];
+	size_t		bytes;
+};
+
+static bool
+push_range(sym_cu *ci, int depth, uint64_t lo, uint64_t hi, Dwarf_Off die)
+{
+	if (ci->nlevel[depth] == ci->cap[depth])
+	{
+		size_t		old = ci->cap[depth];
+		fn_range   *v = grow_array(ci->level[depth], &ci->cap[depth], 16, sizeof(*v));
+
+		if (v == NULL)
+			return false;
+		ci->level[depth] = v;
+		ci->bytes += (ci->cap[depth] - old) * sizeof(*v);
+	}
+	ci->level[depth][ci->nlevel[depth]++] = (fn_range) {lo, hi, die};
+	return true;
+}
+
+/* Record the code ranges below die; depth counts enclosing function DIEs. */
+static void
+walk_cu(Dwarf_Die *die, int depth, int nesting, sym_cu *ci)
+{
+	Dwarf_Die	child;
+
+	if (nesting > 256 || dwarf_child(die, &child) != 0)
+		return;
+	do
+	{
+		int			tag = dwarf_tag(&child);
+		bool		code = tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+
+		if (code && depth < SYM_MAX_INLINE_DEPTH)
+		{
+			Dwarf_Addr	base;
+			Dwarf_Addr	lo;
+			Dwarf_Addr	hi;
+			ptrdiff_t	off = 0;
+
+			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0)
+				if (hi > lo)	/* compilers emit empty ranges; they break the search */
+					push_range(ci, depth, lo, hi, dwarf_dieoffset(&child));
+		}
+		if (code || tag == DW_TAG_lexical_block || tag == DW_TAG_namespace ||
+			tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+			tag == DW_TAG_union_type)
+			walk_cu(&child, depth + (code ? 1 : 0), nesting + 1, ci);
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int
+fn_range_cmp(const void *a, const void *b)
+{
+	const fn_range *x = a;
+	const fn_range *y = b;
+
+	/* aliases (equal ranges) resolve to the first in DIE order, as dwarf_getscopes does */
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return (x->die > y->die) - (x->die < y->die);
+}
+
+/* The index of the CU, built on first use; NULL without memory. */
+static sym_cu *
+cu_lookup(sym_cus *cus, Dwarf_Die *cu)
+{
+	Dwarf_Off	off = dwarf_dieoffset(cu);
+	size_t		i;
+	sym_cu	   *ci;
+
+	if ((cus->n + 1) * 2 > cus->nslots)
+	{
+		size_t		n = cus->nslots ? cus->nslots * 2 : 64;
+		sym_cu	  **slots = calloc(n, sizeof(*slots));
+
+		if (slots == NULL)
+			return NULL;
+		for (size_t k = 0; k < cus->nslots; k++)
+			if (cus->slots[k])
+			{
+				for (i = cus->slots[k]->cu & (n - 1); slots[i]; i = (i + 1) & (n - 1))
+					;
+				slots[i] = cus->slots[k];
+			}
+		free(cus->slots);
+		cus->bytes += (n - cus->nslots) * sizeof(*slots);
+		cus->slots = slots;
+		cus->nslots = n;
+	}
+	for (i = off & (cus->nslots - 1); cus->slots[i]; i = (i + 1) & (cus->nslots - 1))
+		if (cus->slots[i]->cu == off)
+			return cus->slots[i];
+
+	ci = calloc(1, sizeof(*ci));
+	if (ci == NULL)
+		return NULL;
+	ci->cu = off;
+	walk_cu(cu, 0, 0, ci);
+	for (int d = 0; d < SYM_MAX_INLINE_DEPTH; d++)
+		if (ci->nlevel[d] > 1)
+			qsort(ci->level[d], ci->nlevel[d], sizeof(fn_range), fn_range_cmp);
+	ci->bytes += sizeof(*ci);
+	cus->bytes += ci->bytes;
+	cus->slots[i] = ci;
+	cus->n++;
+	return ci;
+}
+
+/* The range at one depth containing addr (ranges at a depth do not overlap). */
+static const fn_range *
+find_range(const sym_cu *ci, int depth, uint64_t addr)
+{
+	const fn_range *v = ci->level[depth];
+	size_t		lo = 0;
+	size_t		hi = ci->nlevel[depth];
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (v[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= v[lo - 1].hi)
+		return NULL;
+	/* the first of several ranges starting at the same address */
+	while (lo > 1 && v[lo - 2].lo == v[lo - 1].lo && addr < v[lo - 2].hi)
+		lo--;
+	return &v[lo - 1];
+}
+
+/* A DIE's function name, preferring the linkage name that carries C++ scopes. */
+static const char *
+die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+
+	return name ? name : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+}
+
+/* Depth 0 is the real function, each deeper range an inlined call inside it. */
+int
+sym_dwarf_chain(sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
+				const char *names[SYM_MAX_INLINE_DEPTH])
+{
+	Dwarf_Addr	bias;
+	Dwarf_Die  *cu = dwfl_module_addrdie(mod, pc, &bias);
+	Dwarf	   *dw;
+	sym_cu	   *ci;
+	int			k = 0;
+
+	if (cu == NULL || (dw = dwfl_module_getdwarf(mod, &bias)) == NULL ||
+		(ci = cu_lookup(cus, cu)) == NULL)
+		return 0;
+	for (int d = 0; d < SYM_MAX_INLINE_DEPTH; d++)
+	{
+		const fn_range *r = find_range(ci, d, pc - bias);
+		Dwarf_Die	die;
+
+		if (r == NULL || dwarf_offdie(dw, r->die, &die) == NULL)
+			break;
+		names[k++] = die_name(&die);
+	}
+	return k;
+}
+
+void
+sym_dwarf_free(sym_cus *cus)
+{
+	for (size_t i = 0; i < cus->nslots; i++)
+		if (cus->slots[i])
+		{
+			for (int d = 0; d < SYM_MAX_INLINE_DEPTH; d++)
+				free(cus->slots[i]->level[d]);
+			free(cus->slots[i]);
+		}
+	free(cus->slots);
+}

@@ -1,0 +1,153 @@
+/*
+ * sym_internal.h -- the symbolizer's parts, private to symbolize.c and sym_*.c.
+ *
+ * symbolize.c keeps the libdwfl session (maps, modules) and asks, per
+ * module, indexes built on first use:
+ *   sym_elf.c      sized function symbols and assembly labels: names
+ *   sym_ehframe.c  .eh_frame FDE ranges: true starts of nameless functions
+ *   sym_dwarf.c    per-CU function and inlined-call ranges: inline chains
+ * and, per name or file:
+ *   sym_names.c    C++ demangling, shortened as jeprof shows names
+ *   sym_identity.c is the file on disk the one the process had mapped?
+ *
+ * A session lives as long as its backend, across analyses, so everything
+ * here is malloc'ed (with NULL checks), never in an analysis arena.  Running
+ * out of memory while indexing leaves a smaller index: fewer names, never
+ * wrong ones.
+ */
+#ifndef HEAPPROF_SYM_INTERNAL_H
+#define HEAPPROF_SYM_INTERNAL_H
+
+#include "symbolize.h"
+
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+
+/*
+ * Double a malloc'ed array of *cap elements of elem bytes (first: the
+ * initial capacity).  NULL when memory ran out; the array is then untouched.
+ */
+static inline void *
+grow_array(void *arr, size_t *cap, size_t first, size_t elem)
+{
+	size_t		ncap = *cap ? *cap * 2 : first;
+	void	   *v = ncap <= SIZE_MAX / elem ? realloc(arr, ncap * elem) : NULL;
+
+	if (v != NULL)
+		*cap = ncap;
+	return v;
+}
+
+/* sym_elf.c: a module's symbol table, sorted by address. */
+typedef struct sym_range
+{
+	uint64_t	lo;				/* run-time addresses */
+	uint64_t	hi;
+	const char *name;			/* owned by libelf, lives with the module */
+	int			rank;			/* lower is preferred among aliases */
+} sym_range;
+
+typedef struct sym_symbols
+{
+	sym_range  *syms;			/* sized functions */
+	size_t		nsyms;
+	sym_range  *labels;			/* sizeless symbols, hi = end of their section */
+	size_t		nlabels;
+	bool		defines_mallctl;	/* the symbols say the file is jemalloc */
+	size_t		bytes;
+} sym_symbols;
+
+extern void sym_elf_index(Dwfl_Module *mod, sym_symbols *ix);
+extern void sym_elf_free(sym_symbols *ix);
+/* The sized symbol containing pc, or NULL. */
+extern const sym_range *sym_elf_find(const sym_symbols *ix, uint64_t pc);
+/* The label naming pc; start is pc's function start from .eh_frame or UINT64_MAX. */
+extern const sym_range *sym_elf_label(const sym_symbols *ix, uint64_t pc, uint64_t start);
+
+/* sym_ehframe.c: a module's FDE ranges, sorted by address. */
+typedef struct sym_fde
+{
+	uint64_t	lo;				/* file addresses */
+	uint64_t	hi;
+} sym_fde;
+
+typedef struct sym_fdes
+{
+	sym_fde    *v;
+	size_t		n;
+	size_t		bytes;
+} sym_fdes;
+
+extern void sym_ehframe_index(Elf *elf, sym_fdes *ix);
+extern void sym_ehframe_free(sym_fdes *ix);
+/* The FDE whose range holds the file address addr, or NULL. */
+extern const sym_fde *sym_ehframe_find(const sym_fdes *ix, uint64_t addr);
+
+/* sym_dwarf.c: a module's compile units, indexed when first touched. */
+#define SYM_MAX_INLINE_DEPTH 64
+
+typedef struct sym_cu sym_cu;
+
+typedef struct sym_cus
+{
+	sym_cu	  **slots;			/* open hash on CU offset */
+	size_t		n;
+	size_t		nslots;
+	size_t		bytes;
+} sym_cus;
+
+/*
+ * The DWARF names of the function containing pc (names[0]) and of the
+ * functions inlined into it at pc, innermost last; a name may be NULL.
+ * Returns how many, 0 when DWARF does not cover pc.
+ */
+extern int	sym_dwarf_chain(sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
+							const char *names[SYM_MAX_INLINE_DEPTH]);
+extern void sym_dwarf_free(sym_cus *cus);
+
+/* sym_names.c: the demangler's buffer, reused. */
+typedef struct sym_names
+{
+	char	   *buf;
+	size_t		len;
+} sym_names;
+
+/* name as shown: C++ demangled and shortened, others copied; in the arena. */
+extern const char *sym_display_name(sym_names *n, hp_arena *a, const char *name);
+extern void sym_names_free(sym_names *n);
+
+/* sym_identity.c: what the dumping process had mapped, and knew. */
+typedef struct sym_map_file
+{
+	uint64_t	start;
+	unsigned	dev_major;
+	unsigned	dev_minor;
+	uint64_t	inode;
+} sym_map_file;
+
+typedef struct sym_identity
+{
+	sym_map_file *files;		/* the maps' lines that map a file */
+	size_t		nfiles;
+	hp_build_id *ids;			/* build-ids by load bias */
+	size_t		nids;
+	bool		ids_lost;		/* the last expect failed: no file is trusted */
+	uint64_t	allocator_base;
+} sym_identity;
+
+extern hp_status sym_identity_maps(sym_identity *id, const char *maps, size_t len);
+extern hp_status sym_identity_expect(sym_identity *id, const hp_build_id *ids, size_t n,
+									 uint64_t allocator_base);
+/*
+ * Why the file at path, mapped at low, is not the one the process had
+ * there, or NULL.  has_elf and bias: whether libdwfl could read the file,
+ * and its load bias.
+ */
+extern const char *sym_identity_check(const sym_identity *id, Dwfl_Module *mod,
+									  const char *path, uint64_t low,
+									  bool has_elf, uint64_t bias);
+/* Length of an object's name without libdwfl's " (deleted)" suffix. */
+extern size_t sym_identity_name_len(const char *object);
+extern void sym_identity_free(sym_identity *id);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * test_format.c -- the "%" lines (format.c): write then read, both meta
+ * forms, truncation that never leaves a partial line.
+ */
+#include "test.h"
+
+static void
+test_meta(void)
+{
+	hp_meta		m = {.pid = 4242, .owner = 10, .taken_at = 781234567890123LL};
+	hp_meta		r;
+	char		buf[512];
+	size_t		len;
+	static const char old[] =
+		"%heapprof-allocator 10\n"
+		"%heapprof pid=77 owner=16384 taken_at=-5 backend_type=autovacuum worker\n"
+		"heap_v2/1\n";
+
+	snprintf(m.backend_type, sizeof(m.backend_type), "client backend");
+	len = hp_format_meta(buf, sizeof(buf), &m);
+	T_CHECK("meta written", len == strlen(buf) &&
+			strcmp(buf, "%heapprof v=1 pid=4242 owner=10 taken_at=781234567890123 backend_type=client backend\n") == 0,
+			"\"%s\"", buf);
+	T_CHECK("meta read back", hp_read_meta(buf, len, &r) && r.version == 1 && r.pid == 4242 &&
+			r.owner == 10 && r.taken_at == 781234567890123LL &&
+			strcmp(r.backend_type, "client backend") == 0, "version %d pid %d type \"%s\"",
+			r.version, r.pid, r.backend_type);
+	T_CHECK("meta of the unversioned form", hp_read_meta(old, sizeof(old) - 1, &r) &&
+			r.version == 0 && r.pid == 77 && r.owner == 16384 && r.taken_at == -5 &&
+			strcmp(r.backend_type, "autovacuum worker") == 0, "version %d pid %d type \"%s\"",
+			r.version, r.pid, r.backend_type);
+	{
+		/* only the leading "%" lines count */
+		static const char late[] = "%heapprof-allocator 1\nheap_v2/1\n"
+			"%heapprof pid=1 owner=1 taken_at=1 backend_type=x\n";
+
+		T_CHECK("meta absent", !hp_read_meta(late, sizeof(late) - 1, &r) && r.pid == 0,
+				"found pid %d", r.pid);
+	}
+	T_CHECK("meta: no room, no line", hp_format_meta(buf, 20, &m) == 0 && buf[0] == '\0', "\"%s\"", buf);
+
+	snprintf(m.backend_type, sizeof(m.backend_type), "evil\ntype");
+	len = hp_format_meta(buf, sizeof(buf), &m);
+	T_CHECK("meta stays one line", strchr(buf, '\n') == buf + len - 1 &&
+			hp_read_meta(buf, len, &r) && strcmp(r.backend_type, "evil?type") == 0,
+			"\"%s\"", buf);
+}
+
+static void
+test_identity(void)
+{
+	hp_build_id ids[3] = {{0}};
+	uint64_t	starts[] = {0x7000, 0x5000, 0x6000, 0x5000};
+	hp_identity id = {.allocator_base = 0x7f00deadb000ULL, .ids = ids, .nids = 3,
+	.fold_starts = starts, .nfold_starts = 4};
+	char		full[HP_IDENTITY_MAX];
+	size_t		len;
+	t_env		env;
+	hp_arena	a;
+	hp_profile	p;
+	char		err[256];
+	char		text[HP_IDENTITY_MAX + 32];
+	bool		whole = true;
+
+	ids[0].bias = 0x400000;
+	ids[0].len = 20;
+	for (int i = 0; i < 20; i++)
+		ids[0].id[i] = (uint8_t) (i * 13);
+	ids[1].bias = 0x500000;		/* no id: not written */
+	ids[2].bias = 0x7f00deadb000ULL;
+	ids[2].len = 64;
+	memset(ids[2].id, 0xab, 64);
+	len = hp_format_identity(full, sizeof(full), &id);
+	T_CHECK("identity written", len == strlen(full) && strncmp(full, "%heapprof-allocator 7f00deadb000\n"
+																"%heapprof-build-id 400000 000d1a", 64) == 0 &&
+			strstr(full, "\n%heapprof-fold 5000 6000 7000\n") != NULL, "\"%s\"", full);
+
+	t_env_init(&env);
+	hp_arena_init(&a, &env.env);
+	snprintf(text, sizeof(text), "%sheap_v2/1\n", full);
+	T_CHECK("identity read back", t_parse(&a, text, &p, err, sizeof(err)) == HP_OK &&
+			p.allocator_base == id.allocator_base && p.nids == 2 &&
+			p.ids[0].bias == 0x400000 && p.ids[0].len == 20 && memcmp(p.ids[0].id, ids[0].id, 20) == 0 &&
+			p.ids[1].len == 64 && memcmp(p.ids[1].id, ids[2].id, 64) == 0 &&
+			p.nfold_starts == 3 && p.fold_starts[0] == 0x5000 && p.fold_starts[2] == 0x7000,
+			"%zu ids, %zu starts", p.nids, p.nfold_starts);
+	hp_arena_free(&a);
+
+	/* every size: whole lines only, a prefix of the full text */
+	for (size_t size = 0; size <= len + 1; size++)
+	{
+		char		buf[HP_IDENTITY_MAX];
+		size_t		n;
+
+		memset(buf, 'X', sizeof(buf));
+		n = hp_format_identity(buf, size, &id);
+		if (size == 0)
+			whole &= n == 0 && buf[0] == 'X';
+		else
+			whole &= n < size && buf[n] == '\0' && strncmp(buf, full, n) == 0 &&
+				(n == 0 || buf[n - 1] == '\n') && (n == len || full[n] == '%') &&
+				(size <= len || n == len);
+	}
+	T_CHECK("identity truncation never writes a partial line", whole, "a partial line");
+
+	id.nfold_starts = 0;
+	hp_format_identity(full, sizeof(full), &id);
+	T_CHECK("identity without fold starts has no fold line", strstr(full, "%heapprof-fold") == NULL,
+			"\"%s\"", full);
+	T_CHECK("header length", hp_header_length(full, strlen(full)) == strlen(full) &&
+			hp_header_length("%a\n%b\nheap_v2/1\n%c\n", 18) == 6 &&
+			hp_header_length("%only", 5) == 5 && hp_header_length("", 0) == 0, "wrong");
+}
+
+int
+main(void)
+{
+	test_meta();
+	test_identity();
+	return t_exit();
+}

@@ -1,0 +1,116 @@
+/*
+ * test_render.c -- the whole pipeline on a fixed synthetic dump, against
+ * golden files: text, dot, collapsed, top, flame graph, with and without a
+ * base.  The maps section is empty, so the symbolizer (the real one) names
+ * every frame by its address: deterministic on any machine.  The numbers
+ * of the text and collapsed goldens are jeprof's on the same dump (jeprof
+ * pads the addresses with zeros).
+ */
+#include "test.h"
+
+static const char dump[] =
+	"%heapprof-allocator 0\n"
+	"heap_v2/524288\n"
+	"  t*: 40: 9000000 [0: 0]\n"
+	"@ 0x401000 0x402001 0x403001 0x404001\n"
+	"  t*: 3: 3145728 [0: 0]\n"
+	"@ 0x401000 0x402101 0x403001 0x404001\n"
+	"  t*: 10: 10240 [0: 0]\n"
+	"@ 0x405000 0x405001 0x405001 0x404001\n"
+	"  t*: 1: 524288 [0: 0]\n"
+	"@ 0x406000 0x403001 0x404001\n"
+	"  t*: 7: 700000 [0: 0]\n"
+	"@ 0x407000 0x404001\n"
+	"  t*: 24: 96 [0: 0]\n"
+	"@ 0x408000 0x409001 0x404001\n"
+	"  t*: 2: 2621440 [0: 0]\n"
+	"@ 0x408000 0x40a001 0x404001\n"
+	"  t*: 4: 262144 [0: 0]\n"
+	"@ 0x40b000 0x40a001 0x404001\n"
+	"  t*: 1: 1048576 [0: 0]\n"
+	"MAPPED_LIBRARIES:\n";
+
+static const char base[] =
+	"heap_v2/524288\n"
+	"@ 0x401000 0x402001 0x403001 0x404001\n"
+	"  t*: 1: 1048576 [0: 0]\n"
+	"@ 0x407000 0x404001\n"
+	"  t*: 100: 400 [0: 0]\n"
+	"@ 0x40c000 0x404001\n"
+	"  t*: 1: 2097152 [0: 0]\n"
+	"MAPPED_LIBRARIES:\n";
+
+static t_env env;
+static hp_symbolizer *symbolizer;
+
+typedef struct job
+{
+	const hp_options *o;
+	hp_report_kind kind;
+	bool		with_base;
+	hp_arena   *a;
+	hp_result  *r;
+} job;
+
+static void
+analyze(void *arg)
+{
+	job		   *j = arg;
+
+	hp_analyze(j->a, symbolizer, dump, sizeof(dump) - 1, j->with_base ? base : NULL,
+			   j->with_base ? sizeof(base) - 1 : 0, j->o, j->kind, SIZE_MAX, j->r);
+}
+
+static void
+golden(const char *name, const char *file, const hp_options *o, hp_report_kind kind, bool with_base)
+{
+	hp_arena	a;
+	hp_result	r;
+	job			j = {o, kind, with_base, &a, &r};
+
+	hp_arena_init(&a, &env.env);
+	if (t_run(&env, analyze, &j) != 0)
+		t_fail(name, "%s", env.message);
+	else if (kind == HP_REPORT_TOP)
+	{
+		hp_buf		b;
+
+		hp_buf_init(&b, &a);
+		for (size_t i = 0; i < r.nrows; i++)
+			hp_buf_printf(&b, "%s %.17g %.17g %.17g\n", r.rows[i].func->name, r.rows[i].flat,
+						  r.rows[i].running, r.rows[i].cum);
+		t_golden(name, file, b.data ? b.data : "", b.len);
+	}
+	else
+		t_golden(name, file, r.text.data ? r.text.data : "", r.text.len);
+	hp_arena_free(&a);
+}
+
+int
+main(void)
+{
+	hp_options	o = HP_OPTIONS_DEFAULT;
+
+	t_env_init(&env);
+	symbolizer = hp_symbolizer_new();
+	o.program = "synthetic";
+	golden("render text", "render_text.txt", &o, HP_REPORT_TEXT, false);
+	golden("render dot", "render_dot.dot", &o, HP_REPORT_DOT, false);
+	golden("render collapsed", "render_collapsed.txt", &o, HP_REPORT_COLLAPSED, false);
+	golden("render top", "render_top.txt", &o, HP_REPORT_TOP, false);
+	golden("render flame graph", "render_flame.svg", &o, HP_REPORT_FLAMEGRAPH, false);
+	golden("render text with a base", "render_text_base.txt", &o, HP_REPORT_TEXT, true);
+	golden("render collapsed with a base", "render_collapsed_base.txt", &o, HP_REPORT_COLLAPSED, true);
+	golden("render flame graph with a base", "render_flame_base.svg", &o, HP_REPORT_FLAMEGRAPH, true);
+	o.measure = HP_INUSE_OBJECTS;
+	golden("render text, objects", "render_text_objects.txt", &o, HP_REPORT_TEXT, false);
+	golden("render dot, objects", "render_dot_objects.dot", &o, HP_REPORT_DOT, false);
+	o.measure = HP_INUSE_SPACE;
+	o.show_bytes = true;
+	o.nodecount = 4;
+	o.edgefraction = 0.2;
+	golden("render dot, bytes, 4 nodes", "render_dot_bytes.dot", &o, HP_REPORT_DOT, false);
+	hp_symbolizer_free(symbolizer);
+	T_CHECK("render frees what it took", env.allocs == 0, "%ld blocks live", env.allocs);
+	return t_exit();
+}

@@ -1,0 +1,243 @@
+/*
+ * analysis.c -- the engine's environment in a backend.
+ *
+ * The engine (src/engine) allocates, fails, polls for interrupts and
+ * matches patterns through an injected environment.  Here its memory comes
+ * from a "heapprof analysis" memory context (visible in
+ * pg_backend_memory_contexts), its errors are ereport(ERROR), its interrupt
+ * check is CHECK_FOR_INTERRUPTS and its patterns are PostgreSQL's regular
+ * expressions -- bounded, cancellable, as the ~ operator in the C collation.
+ * So the only cleanup protocol is PostgreSQL's: an error anywhere frees the
+ * context with its parent, and the context's reset callback switches this
+ * thread's sampling back on.
+ *
+ * One symbolizer lives per backend, kept between reports: opening ELF files
+ * and building indexes is most of a cold report's time.  Its heap (libdwfl's
+ * and the indexes) is measured with jemalloc's per-thread counters around
+ * each analysis; above heapprof.symbol_cache_limit it is dropped after the
+ * report.
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "catalog/pg_collation_d.h"
+#include "miscadmin.h"
+#include "regex/regex.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "analysis.h"
+#include "jemalloc.h"
+
+static int	symbol_cache_limit_kb = 65536;
+static bool profile_self = false;
+
+static hp_symbolizer *symbolizer;
+static int64 symbolizer_bytes;
+
+void
+hpg_analysis_init(void)
+{
+	DefineCustomIntVariable("heapprof.symbol_cache_limit",
+							"Most memory a backend keeps for symbolizing heap profiles.",
+							"Symbol tables and debug info stay cached between reports; "
+							"above this they are dropped after the report that exceeded it.",
+							&symbol_cache_limit_kb,
+							65536, 0, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("heapprof.profile_self",
+							 "Sample heapprof's own allocations too.",
+							 "Off, heapprof keeps its own work out of the profiles it reports; on, it shows it (to check heapprof itself).",
+							 &profile_self,
+							 false,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+}
+
+/* ---- the environment ---- */
+
+/*
+ * One analysis: its memory context, and what that context took from
+ * jemalloc, measured around each allocation (usable sizes, as jemalloc's
+ * thread counters see them), so that what else the analysis left allocated
+ * is known to be the symbolizer's.
+ */
+typedef struct analysis
+{
+	hp_result	result;			/* first: the result is the handle */
+	hp_env		env;
+	hp_arena	arena;
+	MemoryContext cxt;
+	int64		engine_bytes;
+} analysis;
+
+static void *
+env_alloc(void *ctx, size_t size)
+{
+	analysis   *an = ctx;
+	int64		before = hpj_thread_net();
+	void	   *p = MemoryContextAllocExtended(an->cxt, size, MCXT_ALLOC_HUGE);
+
+	an->engine_bytes += hpj_thread_net() - before;
+	return p;
+}
+
+static void
+env_free(void *ctx, void *ptr)
+{
+	pfree(ptr);
+}
+
+static void
+env_error(void *ctx, hp_status code, const char *message)
+{
+	if (code == HP_ENOMEM)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("%s", message)));
+	if (code == HP_ELIMIT)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("could not analyse the heap profile: %s", message),
+				 errhint("The profile exceeds what heapprof reads; report it to heapprof's developers.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("could not analyse the heap profile: %s", message),
+			 errhint("Save it with heapprof_dump_raw() and report it to heapprof's developers.")));
+}
+
+static void
+env_interrupt(void *ctx)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
+static bool
+env_match(void *ctx, void *pattern, const char *s)
+{
+	return RE_compile_and_execute((text *) pattern, unconstify(char *, s), (int) strlen(s),
+								  HPG_REGEX_FLAGS, C_COLLATION_OID, 0, NULL);
+}
+
+static void
+env_init(hp_env *env, void *ctx)
+{
+	memset(env, 0, sizeof(*env));
+	env->alloc = env_alloc;
+	env->free = env_free;
+	env->error = env_error;
+	env->interrupt = env_interrupt;
+	env->match = env_match;
+	env->ctx = ctx;
+}
+
+/* ---- keeping heapprof out of its own profiles ---- */
+
+static void
+restore_sampling(void *arg)
+{
+	hpj_thread_active(true, NULL);
+}
+
+void
+hpg_unsampled_while_context(void)
+{
+	bool		was = false;
+	MemoryContextCallback *cb;
+
+	if (profile_self || hpj_thread_active(false, &was) != 0 || !was)
+		return;
+	cb = MemoryContextAlloc(CurrentMemoryContext, sizeof(*cb));
+	cb->func = restore_sampling;
+	cb->arg = NULL;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
+}
+
+/* ---- running the engine ---- */
+
+static int64
+drop_symbolizer(void)
+{
+	int64		freed = symbolizer_bytes;
+	int64		before = hpj_thread_net();
+
+	hp_symbolizer_free(symbolizer);
+	symbolizer = NULL;
+	symbolizer_bytes = 0;
+	/* what was really returned, when jemalloc can tell */
+	return before > 0 ? before - hpj_thread_net() : freed;
+}
+
+hp_result *
+hpg_analyze(const StringInfo dump, const StringInfo base,
+			const hp_options *o, hp_report_kind kind, size_t limit)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof analysis",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	analysis   *an = palloc0(sizeof(analysis));
+	int64		before;
+
+	an->cxt = cxt;
+	/* heapprof's own work, the symbolizer's caches above all, stays out of the profile */
+	hpg_unsampled_while_context();
+	env_init(&an->env, an);
+	hp_arena_init(&an->arena, &an->env);
+
+	/* incidental pallocs (regular expressions) go into the analysis context too */
+	before = hpj_thread_net();
+	if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("could not start the elfutils symbolizer")));
+	hp_analyze(&an->arena, symbolizer, dump->data, dump->len,
+			   base ? base->data : NULL, base ? base->len : 0,
+			   o, kind, limit, &an->result);
+	/* what the analysis left allocated, but for its own context, is the symbolizer's */
+	symbolizer_bytes += hpj_thread_net() - before - an->engine_bytes;
+	MemoryContextSwitchTo(old);
+	return &an->result;
+}
+
+void
+hpg_analysis_end(hp_result *r)
+{
+	MemoryContextDelete(((analysis *) r)->cxt);
+	if (symbolizer_bytes > (int64) symbol_cache_limit_kb * 1024)
+		drop_symbolizer();
+}
+
+int64
+hpg_forget_symbols(void)
+{
+	return symbolizer ? drop_symbolizer() : 0;
+}
+
+void
+hpg_summarize(const char *text, int len, int64 *bytes, int64 *stacks)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof summary",
+											  ALLOCSET_SMALL_SIZES);
+	analysis	an = {.cxt = cxt};
+	hp_env		env;
+	double		b;
+	double		objs;
+	size_t		n;
+	char		err[256];
+
+	env_init(&env, &an);
+	if (hp_summarize(&env, text, (size_t) len, &b, &objs, &n, err, sizeof(err)) != HP_OK)
+	{
+		*bytes = -1;			/* unreadable: listed, with no totals */
+		*stacks = -1;
+	}
+	else
+	{
+		*bytes = (int64) b;
+		*stacks = (int64) n;
+	}
+	MemoryContextDelete(cxt);
+}

@@ -1,0 +1,39 @@
+/*
+ * analysis.h -- the engine (src/engine) run inside a backend.
+ */
+#ifndef HEAPPROF_ANALYSIS_H
+#define HEAPPROF_ANALYSIS_H
+
+#include "lib/stringinfo.h"
+
+#include "engine/report.h"
+
+/* focus / ignore are PostgreSQL regular expressions, as the ~ operator. */
+#define HPG_REGEX_FLAGS (REG_ADVANCED | REG_NOSUB)
+
+/* _PG_init: heapprof.symbol_cache_limit and heapprof.profile_self. */
+extern void hpg_analysis_init(void);
+
+/*
+ * Run the engine on dump (minus base, if not NULL).  The result lives in a
+ * memory context of its own, "heapprof analysis", a child of the current
+ * one; hpg_analysis_end frees it (an ERROR frees it with its parent).
+ */
+extern hp_result *hpg_analyze(const StringInfo dump, const StringInfo base,
+							  const hp_options *o, hp_report_kind kind, size_t limit);
+extern void hpg_analysis_end(hp_result *r);
+
+/* Total bytes and stacks of a stored profile; -1 when it cannot be read. */
+extern void hpg_summarize(const char *text, int len, int64 *bytes, int64 *stacks);
+
+/* Drop the symbol caches; returns the bytes freed. */
+extern int64 hpg_forget_symbols(void);
+
+/*
+ * Keep this thread's own allocations out of its profile (unless
+ * heapprof.profile_self) until the current memory context is reset or
+ * deleted.
+ */
+extern void hpg_unsampled_while_context(void);
+
+#endif

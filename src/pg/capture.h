@@ -1,0 +1,24 @@
+/*
+ * capture.h -- this process's heap profile, taken from jemalloc.
+ */
+#ifndef HEAPPROF_CAPTURE_H
+#define HEAPPROF_CAPTURE_H
+
+#include "lib/stringinfo.h"
+
+/* A fresh path in base/pgsql_tmp for a dump (kind: "self", "remote"); ERROR if the folder cannot be made. */
+extern void hpg_dump_path(char *path, size_t size, const char *kind);
+
+/* Append this process's live sampled allocations to out, after the identity lines when asked. */
+extern void hpg_capture_self(StringInfo out, bool identity);
+
+/*
+ * Plain C, for a target serving a request and for process exit: this
+ * process's identity lines into buf (see engine/format.h), and the same
+ * beside a dump file, as DUMP.ids (0 or an errno).
+ */
+extern size_t hpg_identity_text(char *buf, size_t size);
+extern int	hpg_write_identity_file(const char *dump_path);
+extern void hpg_remove_dump_files(const char *dump_path);
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * exitdump.c -- heapprof_dumps(), and the profile a backend leaves at exit.
+ *
+ * A backend exiting with more than heapprof.dump_on_exit_threshold allocated
+ * leaves its profile in $PGDATA/heapprof/dumps, the oldest removed first
+ * beyond heapprof.max_dumps files or heapprof.max_dump_bytes.  A backend that
+ * sampled nothing leaves nothing: an empty dump would only use up a place.
+ * The dump's owner is the role that logged in, whatever SET SESSION
+ * AUTHORIZATION or SET ROLE did since, so it is readable by those who could
+ * have profiled the session.
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+#include "capture.h"
+#include "compat.h"
+#include "exitdump.h"
+#include "files.h"
+#include "jemalloc.h"
+#include "store.h"
+#include "engine/format.h"
+#include "engine/report.h"
+
+PG_FUNCTION_INFO_V1(heapprof_dumps);
+
+static int	threshold_kb = -1;
+static int	max_dumps = 20;
+static int	max_dump_bytes_kb = 100 * 1024;
+
+void
+hpg_exitdump_init(void)
+{
+	DefineCustomIntVariable("heapprof.dump_on_exit_threshold",
+							"A backend exiting with more than this allocated leaves its heap profile in $PGDATA/heapprof/dumps.",
+							"-1 disables exit dumps. Needs shared_preload_libraries = 'heapprof'.",
+							&threshold_kb,
+							-1, -1, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("heapprof.max_dumps",
+							"Most exit dumps kept; the oldest are removed first.",
+							NULL,
+							&max_dumps,
+							20, 0, 1000000,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("heapprof.max_dump_bytes",
+							"Most disk space exit dumps may take; the oldest are removed first.",
+							NULL,
+							&max_dump_bytes_kb,
+							100 * 1024, 0, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+}
+
+/* heapprof_dumps(): name, pid, backend_type, owner, taken_at, total_bytes, file_bytes */
+Datum
+heapprof_dumps(PG_FUNCTION_ARGS)
+{
+	InitMaterializedSRF(fcinfo, 0);
+	hpg_store_list((ReturnSetInfo *) fcinfo->resultinfo, HPG_EXIT_DIR, true, NULL);
+	return (Datum) 0;
+}
+
+/* ---- at exit: plain C throughout, an ERROR would become FATAL ---- */
+
+typedef struct dump_file
+{
+	char		name[NAME_MAX + 1];
+	off_t		size;
+} dump_file;
+
+static int
+dump_file_cmp(const void *a, const void *b)
+{
+	return strcmp(((const dump_file *) a)->name, ((const dump_file *) b)->name);
+}
+
+/* A temporary file (NAME.heap.tmpPID) of a process that no longer runs? */
+static bool
+stale_tmp(const char *name)
+{
+	const char *t = strstr(name, HPG_SUFFIX ".tmp");
+	int			pid;
+
+	if (t == NULL || (pid = atoi(t + strlen(HPG_SUFFIX ".tmp"))) <= 0)
+		return false;
+	return kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/*
+ * Remove the oldest exit dumps beyond heapprof.max_dumps / max_dump_bytes,
+ * and temporary files that crashed writers left.
+ */
+static void
+prune_exit_dumps(void)
+{
+	DIR		   *d = opendir(HPG_EXIT_DIR);
+	struct dirent *de;
+	dump_file  *files = NULL;
+	size_t		n = 0;
+	size_t		cap = 0;
+	int64		total = 0;
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+	{
+		size_t		len = strlen(de->d_name);
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", HPG_EXIT_DIR, de->d_name);
+		if (stale_tmp(de->d_name))
+		{
+			unlink(path);
+			continue;
+		}
+		if (de->d_name[0] == '.' || len <= strlen(HPG_SUFFIX) ||
+			strcmp(de->d_name + len - strlen(HPG_SUFFIX), HPG_SUFFIX) != 0)
+			continue;
+		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap)
+		{
+			size_t		ncap = cap ? cap * 2 : 64;
+			dump_file  *v = realloc(files, ncap * sizeof(*v));
+
+			if (v == NULL)
+				break;
+			files = v;
+			cap = ncap;
+		}
+		strlcpy(files[n].name, de->d_name, sizeof(files[n].name));
+		files[n].size = st.st_size;
+		total += st.st_size;
+		n++;
+	}
+	closedir(d);
+	/* names start with the time: sorted, the oldest come first */
+	if (n > 1)
+		qsort(files, n, sizeof(*files), dump_file_cmp);
+	for (size_t i = 0; i < n && ((int64) (n - i) > max_dumps ||
+								 total > (int64) max_dump_bytes_kb * 1024); i++)
+	{
+		char		path[MAXPGPATH];
+
+		snprintf(path, sizeof(path), "%s/%s", HPG_EXIT_DIR, files[i].name);
+		if (unlink(path) == 0 || errno == ENOENT)
+			total -= files[i].size;
+	}
+	free(files);
+}
+
+/* Read a whole file with malloc; NULL on any error. */
+static char *
+slurp(const char *path, size_t *len)
+{
+	int			fd = open(path, O_RDONLY | O_NOFOLLOW | PG_BINARY);
+	struct stat st;
+	char	   *buf = NULL;
+	size_t		n = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < HPG_MAX_FILE_BYTES &&
+		(buf = malloc((size_t) st.st_size + 1)) != NULL)
+	{
+		ssize_t		got;
+
+		while (n < (size_t) st.st_size && (got = read(fd, buf + n, (size_t) st.st_size - n)) > 0)
+			n += (size_t) got;
+		if (n != (size_t) st.st_size)
+		{
+			free(buf);
+			buf = NULL;
+		}
+	}
+	close(fd);
+	*len = n;
+	return buf;
+}
+
+/* The engine's environment at exit: malloc, and errors end the exit dump. */
+static jmp_buf exit_env_failed;
+
+static void *
+exit_alloc(void *ctx, size_t size)
+{
+	void	   *p = malloc(size);
+
+	if (p == NULL)
+		longjmp(exit_env_failed, 1);
+	return p;
+}
+
+static void
+exit_free(void *ctx, void *ptr)
+{
+	free(ptr);
+}
+
+static void
+exit_error(void *ctx, hp_status code, const char *message)
+{
+	longjmp(exit_env_failed, 1);
+}
+
+/* Did the dump sample anything?  An unreadable one counts as empty. */
+static bool
+sampled_anything(const char *text, size_t len)
+{
+	hp_env		env = {exit_alloc, exit_free, exit_error};
+	double		bytes = 0;
+	double		objs;
+	size_t		stacks = 0;
+	char		err[64];
+
+	if (setjmp(exit_env_failed) != 0)
+		return false;
+	return hp_summarize(&env, text, len, &bytes, &objs, &stacks, err, sizeof(err)) == HP_OK &&
+		bytes > 0;
+}
+
+/*
+ * on_proc_exit callback: leave this backend's profile in heapprof/dumps when
+ * it holds more than heapprof.dump_on_exit_threshold.  jemalloc writes its
+ * dump to a file; heapprof writes the metadata and identity lines and copies
+ * the dump after them into a temporary file, then renames it.  A failure
+ * just leaves nothing behind.
+ */
+static void
+exit_dump(int code, Datum arg)
+{
+	static char identity[HP_IDENTITY_MAX];
+	hpj_status	st;
+	struct timeval tv;
+	struct tm	tm;
+	char		stamp[32];
+	char		type[64];
+	char		path[MAXPGPATH];
+	char		tmp[MAXPGPATH];
+	char		raw[MAXPGPATH];
+	char		head[256];
+	hp_meta		m = {HP_FORMAT_VERSION, MyProcPid};
+	char	   *text;
+	size_t		len = 0;
+	int			fd;
+	bool		ok;
+
+	if (threshold_kb < 0 || hpj_probe() != HPJ_USABLE)
+		return;
+	hpj_get_status(&st);
+	if (!st.have_stats || st.allocated <= (uint64) threshold_kb * 1024)
+		return;
+
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	strlcpy(type, GetBackendTypeDesc(MyBackendType), sizeof(type));
+	for (char *p = type; *p; p++)
+		if (*p == ' ')
+			*p = '_';
+	snprintf(path, sizeof(path), "%s/%s.%06ldZ-%d-%s%s", HPG_EXIT_DIR, stamp, (long) tv.tv_usec,
+			 MyProcPid, type, HPG_SUFFIX);
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, MyProcPid);
+	snprintf(raw, sizeof(raw), "%s/raw%s.tmp%d", HPG_EXIT_DIR, HPG_SUFFIX, MyProcPid);
+
+	(void) mkdir(HPG_STORE_DIR, S_IRWXU);
+	(void) mkdir(HPG_EXIT_DIR, S_IRWXU);
+	prune_exit_dumps();			/* room first, also when the disk is full */
+	if (hpj_dump(raw) != 0)
+	{
+		unlink(raw);
+		return;
+	}
+	text = slurp(raw, &len);
+	unlink(raw);
+	if (text == NULL || !sampled_anything(text, len))
+	{
+		free(text);
+		return;
+	}
+	m.owner = GetAuthenticatedUserId();
+	m.taken_at = GetCurrentTimestamp();
+	strlcpy(m.backend_type, GetBackendTypeDesc(MyBackendType), sizeof(m.backend_type));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
+	ok = fd >= 0;
+	if (ok)
+	{
+		size_t		hlen = hp_format_meta(head, sizeof(head), &m);
+		size_t		idlen = hpg_identity_text(identity, sizeof(identity));
+
+		ok = hpg_write_all(fd, head, hlen) && hpg_write_all(fd, identity, idlen) &&
+			hpg_write_all(fd, text, len) && pg_fsync(fd) == 0;
+		ok = close(fd) == 0 && ok;
+	}
+	free(text);
+	if (!ok || rename(tmp, path) != 0)
+	{
+		unlink(tmp);
+		return;
+	}
+	prune_exit_dumps();
+}
+
+void
+hpg_exitdump_register(void)
+{
+	on_proc_exit(exit_dump, (Datum) 0);
+}

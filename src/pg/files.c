@@ -1,0 +1,156 @@
+/*
+ * files.c -- reading and writing heapprof's files safely.
+ *
+ * Files under $PGDATA/heapprof can be put there by anyone who can write the
+ * data directory, so a reader trusts nothing about them: a FIFO would block
+ * open() beyond the reach of statement_timeout, a symbolic link would read
+ * elsewhere, a huge file would exhaust memory.  Files are opened
+ * non-blocking and without following links, and only regular files of
+ * bounded size are read.  Writers go through a temporary name and rename,
+ * so a reader never sees a partial file, not even when the disk fills up.
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "storage/fd.h"
+
+#include "files.h"
+
+/* Read path into out; false if missing (and missing_ok) or, below ERROR, unusable. */
+static bool
+read_file(const char *path, StringInfo out, bool missing_ok, int elevel)
+{
+	int			fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
+	struct stat st;
+	const char *why = NULL;
+	int			start = out->len;
+
+	if (fd < 0 && errno == ENOENT && missing_ok)
+		return false;
+	if (fd < 0)
+	{
+		bool		link = errno == ELOOP;
+
+		ereport(elevel,
+				(errcode_for_file_access(),
+				 errmsg("could not open heap profile \"%s\": %m", path),
+				 link ? errhint("heapprof does not follow symbolic links in its folders.") : 0));
+		return false;
+	}
+	if (fstat(fd, &st) != 0)
+		why = "could not be examined";
+	else if (!S_ISREG(st.st_mode))
+		why = "is not a regular file";
+	else if (st.st_size > HPG_MAX_FILE_BYTES)
+		why = "is larger than 256 MB";
+	if (why)
+	{
+		CloseTransientFile(fd);
+		ereport(elevel,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("heap profile \"%s\" %s", path, why),
+				 errhint("Remove or move the file; heapprof only writes regular files there.")));
+		return false;
+	}
+	for (;;)
+	{
+		ssize_t		n;
+
+		CHECK_FOR_INTERRUPTS();
+		enlargeStringInfo(out, 65536);
+		n = read(fd, out->data + out->len, out->maxlen - out->len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || out->len - start > HPG_MAX_FILE_BYTES)
+		{
+			int			save = errno;
+
+			CloseTransientFile(fd);
+			out->len = start;
+			out->data[start] = '\0';
+			errno = save;
+			if (n < 0)
+				ereport(elevel,
+						(errcode_for_file_access(),
+						 errmsg("could not read heap profile \"%s\": %m", path)));
+			else
+				ereport(elevel,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("heap profile \"%s\" grew beyond 256 MB while being read", path)));
+			return false;
+		}
+		if (n == 0)
+			break;
+		out->len += (int) n;
+		out->data[out->len] = '\0';
+	}
+	CloseTransientFile(fd);
+	return true;
+}
+
+bool
+hpg_read_file(const char *path, StringInfo out, bool missing_ok)
+{
+	return read_file(path, out, missing_ok, ERROR);
+}
+
+bool
+hpg_read_file_or_warn(const char *path, StringInfo out)
+{
+	return read_file(path, out, true, WARNING);
+}
+
+bool
+hpg_write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0)
+	{
+		ssize_t		n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			if (n == 0)
+				errno = ENOSPC;
+			return false;
+		}
+		buf += n;
+		len -= (size_t) n;
+	}
+	return true;
+}
+
+bool
+hpg_write_atomically(const char *path, const char *text, size_t len)
+{
+	char		tmp[MAXPGPATH];
+	int			fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, MyProcPid);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
+	if (fd < 0)
+		return false;
+	if (!hpg_write_all(fd, text, len))
+	{
+		int			save = errno;
+
+		close(fd);
+		unlink(tmp);
+		errno = save;
+		return false;
+	}
+	if (pg_fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0)
+	{
+		int			save = errno;
+
+		unlink(tmp);
+		errno = save;
+		return false;
+	}
+	return true;
+}

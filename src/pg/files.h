@@ -1,0 +1,28 @@
+/*
+ * files.h -- reading and writing heapprof's files safely.
+ */
+#ifndef HEAPPROF_FILES_H
+#define HEAPPROF_FILES_H
+
+#include "lib/stringinfo.h"
+
+/* Largest profile file heapprof reads. */
+#define HPG_MAX_FILE_BYTES (256 * 1024 * 1024)
+
+/*
+ * Append a whole profile file to out.  Only a regular file, not reached
+ * through a symbolic link, of at most HPG_MAX_FILE_BYTES: anything else is
+ * an ERROR, as is a failed read.  A missing file returns false if
+ * missing_ok.
+ */
+extern bool hpg_read_file(const char *path, StringInfo out, bool missing_ok);
+
+/* The same for listings: false, with a WARNING, for anything unusable; silent if missing. */
+extern bool hpg_read_file_or_warn(const char *path, StringInfo out);
+
+/* Plain C (errno, never an error), so that a target process and process exit can use them. */
+extern bool hpg_write_all(int fd, const char *buf, size_t len);
+/* Write through NAME.tmpPID and rename: the file appears whole or not at all. */
+extern bool hpg_write_atomically(const char *path, const char *text, size_t len);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * process.h -- the one place that decides "this process or process N".
+ *
+ * Every SQL function takes pid => N; each operation below acts on the
+ * calling backend directly, or asks process N through a request.
+ */
+#ifndef HEAPPROF_PROCESS_H
+#define HEAPPROF_PROCESS_H
+
+#include "lib/stringinfo.h"
+
+#include "jemalloc.h"
+
+typedef struct hpg_proc
+{
+	bool		self;
+	int			pid;
+} hpg_proc;
+
+/* The process a pid argument names: NULL or the caller's own pid is this one. */
+extern hpg_proc hpg_proc_of(bool isnull, int32 pid);
+
+/* The process's status; version (may be NULL'ed in st) copied into buf. */
+extern void hpg_proc_status(hpg_proc p, hpj_status *st, char *version, size_t size);
+/* Switch sampling; returns whether it is active afterwards. */
+extern bool hpg_proc_set_active(hpg_proc p, bool on);
+/* Forget every sample (lg_sample < 0 keeps the interval); returns the interval in force. */
+extern int64 hpg_proc_reset(hpg_proc p, int lg_sample);
+/* Append the process's profile, after its identity lines when asked. */
+extern void hpg_proc_dump(hpg_proc p, StringInfo out, bool identity);
+/* What pg_stat_activity calls its backend_type. */
+extern const char *hpg_proc_type(hpg_proc p);
+
+#endif

@@ -1,0 +1,235 @@
+/*
+ * snapshots.c -- heapprof_snapshot(), heapprof_snapshots(), heapprof_drop_snapshot().
+ *
+ * A snapshot keeps a process's profile under a name: for the session (in
+ * TopMemoryContext) and, persisted, as $PGDATA/heapprof/snapshots/NAME.heap
+ * so other sessions can compare with it.  Names are one namespace with exit
+ * dumps (reports read either by name), so a snapshot may not take the name
+ * of an exit dump, and a name found in both places is refused rather than
+ * guessed.
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "analysis.h"
+#include "compat.h"
+#include "files.h"
+#include "process.h"
+#include "snapshots.h"
+#include "store.h"
+
+PG_FUNCTION_INFO_V1(heapprof_snapshot);
+PG_FUNCTION_INFO_V1(heapprof_snapshots);
+PG_FUNCTION_INFO_V1(heapprof_drop_snapshot);
+
+/* This session's snapshots, in TopMemoryContext. */
+typedef struct snapshot
+{
+	char		name[HPG_MAX_NAME + 1];
+	char	   *text;
+	int			len;
+	struct snapshot *next;
+} snapshot;
+
+static snapshot *snapshots;
+
+static snapshot *
+find_session(const char *name)
+{
+	for (snapshot *s = snapshots; s; s = s->next)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+static bool
+exists(const char *dir, const char *name)
+{
+	char		path[MAXPGPATH];
+	struct stat st;
+
+	hpg_store_path(path, dir, name);
+	return lstat(path, &st) == 0;
+}
+
+void
+hpg_profile_by_name(const char *name, StringInfo out)
+{
+	snapshot   *s;
+	bool		found = false;
+
+	hpg_check_name(name);
+	if ((s = find_session(name)) != NULL)
+	{
+		appendBinaryStringInfo(out, s->text, s->len);
+		found = true;
+	}
+	else
+	{
+		char		path[MAXPGPATH];
+		bool		snap = exists(HPG_SNAPSHOT_DIR, name);
+		bool		dump = exists(HPG_EXIT_DIR, name);
+
+		if (snap && dump)
+			ereport(ERROR,
+					(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+					 errmsg("heap profile name \"%s\" is both a snapshot and an exit dump", name),
+					 errhint("A superuser should rename or remove one of the files in the data directory's %s and %s folders.",
+							 HPG_SNAPSHOT_DIR, HPG_EXIT_DIR)));
+		if (snap || dump)
+		{
+			hpg_store_path(path, snap ? HPG_SNAPSHOT_DIR : HPG_EXIT_DIR, name);
+			found = hpg_read_file(path, out, true);
+		}
+	}
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("heap profile \"%s\" does not exist", name),
+				 errhint("heapprof_snapshots() and heapprof_dumps() list the profiles you can read; a session snapshot lives only in the session that took it (persist => true keeps it for others).")));
+	/* a session's own snapshots too: SET ROLE may have changed who asks */
+	if (!hpg_can_read(out->data, out->len))
+		hpg_deny(name, "read");
+}
+
+/* heapprof_snapshot(name, persist, pid): returns the profile's total bytes */
+Datum
+heapprof_snapshot(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	bool		persist;
+	StringInfoData prof;
+	snapshot   *s;
+	char		path[MAXPGPATH];
+	int64		bytes;
+	int64		stacks;
+	hpg_proc	proc;
+	MemoryContext cxt;
+	MemoryContext old;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("name and persist must not be NULL"),
+				 errhint("Allowed values: a name, and true or false.")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	persist = PG_GETARG_BOOL(1);
+	proc = hpg_proc_of(PG_ARGISNULL(2), PG_GETARG_INT32(2));
+	hpg_check_name(name);
+	hpg_store_path(path, HPG_SNAPSHOT_DIR, name);
+	if (find_session(name) || (persist && exists(HPG_SNAPSHOT_DIR, name)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("heap profile snapshot \"%s\" already exists", name),
+				 errhint("Drop it with heapprof_drop_snapshot('%s') or choose another name.", name)));
+	if (exists(HPG_EXIT_DIR, name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("heap profile \"%s\" is the name of an exit dump", name),
+				 errhint("Choose another name: reports read snapshots and exit dumps by name.")));
+
+	/* the snapshot's own memory must not show up in later profiles */
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof snapshot", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	hpg_unsampled_while_context();
+	initStringInfo(&prof);
+	hpg_append_meta(&prof, proc.pid, GetUserId(), hpg_proc_type(proc));
+	hpg_proc_dump(proc, &prof, true);
+	if (persist)
+	{
+		hpg_store_make_dirs();
+		if (!hpg_write_atomically(path, prof.data, prof.len))
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write heap profile snapshot \"%s\": %m", path),
+					 errhint("Check free space and permissions of the data directory's %s folder; nothing was left behind.", HPG_SNAPSHOT_DIR)));
+	}
+	s = MemoryContextAllocZero(TopMemoryContext, sizeof(snapshot));
+	strlcpy(s->name, name, sizeof(s->name));
+	s->text = MemoryContextAlloc(TopMemoryContext, prof.len + 1);
+	memcpy(s->text, prof.data, prof.len + 1);
+	s->len = prof.len;
+	s->next = snapshots;
+	snapshots = s;
+	hpg_summarize(prof.data, prof.len, &bytes, &stacks);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	PG_RETURN_INT64(bytes);
+}
+
+static bool
+in_session(const char *name)
+{
+	return find_session(name) != NULL;
+}
+
+/* heapprof_snapshots(): name, pid, owner, taken_at, total_bytes, samples, persisted */
+Datum
+heapprof_snapshots(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (snapshot *s = snapshots; s; s = s->next)
+		if (hpg_can_read(s->text, s->len))
+			hpg_store_put_row(rsinfo, s->name, s->text, s->len,
+							  exists(HPG_SNAPSHOT_DIR, s->name), 0, false);
+	hpg_store_list(rsinfo, HPG_SNAPSHOT_DIR, false, in_session);
+	return (Datum) 0;
+}
+
+/* heapprof_drop_snapshot(name): forget it in this session and remove its file */
+Datum
+heapprof_drop_snapshot(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	char		path[MAXPGPATH];
+	StringInfoData prof;
+	bool		found = false;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("name must not be NULL"),
+				 errhint("heapprof_snapshots() lists the snapshots you can drop.")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	hpg_check_name(name);
+	hpg_store_path(path, HPG_SNAPSHOT_DIR, name);
+	initStringInfo(&prof);
+	if (hpg_read_file(path, &prof, true))
+	{
+		if (!hpg_can_read(prof.data, prof.len))
+			hpg_deny(name, "drop");
+		if (unlink(path) < 0 && errno != ENOENT)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not remove heap profile \"%s\": %m", path)));
+		found = true;
+	}
+	for (snapshot **p = &snapshots; *p; p = &(*p)->next)
+		if (strcmp((*p)->name, name) == 0)
+		{
+			snapshot   *s = *p;
+
+			if (!found && !hpg_can_read(s->text, s->len))
+				hpg_deny(name, "drop");
+			*p = s->next;
+			pfree(s->text);
+			pfree(s);
+			found = true;
+			break;
+		}
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("heap profile snapshot \"%s\" does not exist", name),
+				 errhint("heapprof_snapshots() lists the snapshots you can drop.")));
+	PG_RETURN_VOID();
+}

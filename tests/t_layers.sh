@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# t_layers.sh -- the structure README's Architecture section promises, read
+# from the built objects with nm (not from the source's includes):
+#  - no cycle among the files of src/pg: file A needs file B when A's object
+#    uses a symbol B's object defines;
+#  - the engine uses no PostgreSQL symbol: everything its objects need is
+#    defined by the engine itself or by libc, libdw, libelf, zlib, libm;
+#  - one reader of /proc/PID/maps text (maps.c) and one writer and reader of
+#    the profile file's "%" lines (format.c).
+set -uo pipefail
+cd "$HP_TOP"
+fail=0
+
+defined() { nm --defined-only -g "$1" | awk '{print $3}'; }
+undefined() { nm -u "$1" | awk '{print $2}'; }
+
+# edges "a b": a.o uses a symbol that b.o defines
+edges=$(
+	for a in src/pg/*.o; do
+		for b in src/pg/*.o; do
+			[ "$a" = "$b" ] && continue
+			if comm -12 <(undefined "$a" | sort -u) <(defined "$b" | sort -u) | grep -q .; then
+				echo "$(basename "$a" .o) $(basename "$b" .o)"
+			fi
+		done
+	done
+)
+[ -n "$edges" ] || { echo "no dependencies found among src/pg objects: not built?"; exit 1; }
+# tsort reports a cycle on stderr
+if ! cycle=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$cycle" ]; then
+	echo "cycle among src/pg files:"
+	echo "$cycle"
+	fail=1
+fi
+
+libs=$(for l in libc.so.6 libdw.so.1 libelf.so.1 libz.so.1 libm.so.6; do
+	ldconfig -p | awk -v l="$l" '$1 == l {print $NF; exit}'; done)
+provided=$( { cat src/engine/*.o >/dev/null; for o in src/engine/*.o; do defined "$o"; done
+	for l in $libs; do nm -D --defined-only "$l" | awk '{print $3}' | sed 's/@.*//'; done; } | sort -u)
+foreign=$(for o in src/engine/*.o; do undefined "$o"; done | sed 's/@.*//' | sort -u |
+	comm -23 - <(printf '%s\n' "$provided") | grep -v '^_GLOBAL_OFFSET_TABLE_$' || true)
+if [ -n "$foreign" ]; then
+	echo "engine objects use symbols from outside the engine and its libraries:"
+	echo "$foreign"
+	fail=1
+fi
+
+# one owner per format: only maps.c parses maps lines, only format.c spells the "%" lines
+owners=$(grep -l '"%%*heapprof' src/engine/*.c src/pg/*.c src/cli/*.c | grep -v 'src/engine/format.c' || true)
+if [ -n "$owners" ]; then
+	echo "files other than src/engine/format.c spell the %heapprof lines: $owners"
+	fail=1
+fi
+mapsreaders=$(grep -l 'sscanf.*%llx-%llx\|hp_maps_next' src/engine/*.c src/pg/*.c src/cli/*.c |
+	grep -v 'src/engine/maps.c' | xargs -r grep -L 'hp_maps_next' || true)
+if [ -n "$mapsreaders" ]; then
+	echo "files parse maps text themselves: $mapsreaders"
+	fail=1
+fi
+
+[ $fail = 0 ] || exit 1
+echo "layers: $(printf '%s\n' "$edges" | wc -l) dependencies among $(ls src/pg/*.o | wc -l) src/pg objects, no cycle; engine uses no PostgreSQL symbol; one owner for maps and % lines"
