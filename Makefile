@@ -36,7 +36,7 @@ include $(PGXS)
 # Debian's PGXS flags are gcc's; clang knows some only under other names.
 ifneq (,$(findstring clang,$(CC)))
 override CFLAGS := $(filter-out -fexcess-precision=standard -Wimplicit-fallthrough=3 \
-	-Wno-format-truncation -Wno-stringop-truncation,$(CFLAGS)) -Wimplicit-fallthrough
+	-Wno-format-truncation -Wno-stringop-truncation -Wshadow=compatible-local,$(CFLAGS)) -Wimplicit-fallthrough
 endif
 
 # PGXS tracks no header dependencies; a changed struct must rebuild its users.

@@ -1,10 +1,21 @@
-# tests/lib.sh -- throwaway PostgreSQL 15 clusters for heapprof's tests and demo.
+# tests/lib.sh -- throwaway PostgreSQL clusters for heapprof's tests and demo.
 #
+# The server is the one $PG_CONFIG names: by default pg_config, which on
+# Debian 12 is PostgreSQL 15 (/usr/bin/pg_config answers for the newest
+# postgresql-server-dev-NN); tests/pgbuild prints one for 17 or 18.
 # Clusters run as a non-root user (postgres when invoked as root), on a
 # private port and socket directory under one scratch folder that is removed
-# on exit.  Source this file; it sets PGBIN, JEMALLOC_SO and HP_SCRATCH.
+# on exit.  Source this file; it sets PGBIN, JEMALLOC_SO and HP_SCRATCH, and
+# exports PG_CONFIG and a PATH that starts with PGBIN, so that make, psql,
+# pg_config and the rest of the tests all use that one server version.
 
-PGBIN=$(pg_config --bindir)
+export PG_CONFIG=${PG_CONFIG:-pg_config}
+PGBIN=$("$PG_CONFIG" --bindir) || { echo "tests/lib.sh: $PG_CONFIG --bindir failed" >&2; exit 1; }
+[ -x "$PGBIN/postgres" ] || { echo "tests/lib.sh: no server in $PGBIN (from $PG_CONFIG)" >&2; exit 1; }
+case ":$PATH:" in
+	":$PGBIN:"*) ;;
+	*) export PATH="$PGBIN:$PATH" ;;
+esac
 JEMALLOC_SO=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -n 1)
 HP_SCRATCH=$(mktemp -d /tmp/heapprof.XXXXXX)
 chmod 755 "$HP_SCRATCH"
