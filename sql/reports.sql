@@ -17,7 +17,7 @@ SELECT heapprof_reset();
 SELECT heapprof_enable();
 SELECT heapprof_test_hold(10 * 1048576);
 
-SELECT flat_bytes, cum_bytes, function FROM heapprof_top(50)
+SELECT flat_bytes, cum_bytes, function FROM heapprof_top(1000)
 WHERE function LIKE 'hpt%' OR function = 'heapprof_test_hold' ORDER BY function;
 SELECT rank, flat_bytes, flat_pct > 90 AS most, function, location LIKE '%heapprof_test.c:%' AS has_line
 FROM heapprof_top(1);
@@ -42,6 +42,8 @@ WHERE line ~ '^N\d+ \[label="hpt_leaf_alloc\\n10\.0 \(\d+\.\d%\)\\r",shape=box';
 SELECT rank, flat_bytes, flat_pct, function FROM heapprof_top(1, focus => 'hpt_middle');
 SELECT count(*) FROM heapprof_top(100, ignore => '^hpt_') WHERE function LIKE 'hpt_%';
 SELECT count(*) FROM heapprof_stacks(focus => 'heapprof_test\.c');
+-- a filter that matches nothing says so, not that the profile is empty
+SELECT count(*) FROM heapprof_top(focus => 'no_such_function_anywhere');
 
 -- Folding (the default) charges palloc'd memory to the caller of PostgreSQL's
 -- allocator.  1 MiB pallocs get blocks of their own: 1 MiB + header, which

@@ -21,10 +21,15 @@ SQL
 
 bias=$(awk -v p="$postgres" '$6 == p && $3 == "00000000" {split($1, r, "-"); print r[1]; exit}' "$w/raw.heap")
 [ -n "$bias" ] || { echo "postgres not in the dump's maps"; exit 1; }
-# Debian's postgres is stripped: its dynamic symbols are the names it has.
-# A server built with its symbol table (tests/pgbuild) is checked against all.
+# The point is Debian's stripped binary, whose dynamic symbols are all the
+# names it has.  A postgres with a symbol table and DWARF (tests/pgbuild's)
+# names static and inlined code from its debug info, which t_symbols checks
+# against addr2line-style truth; there is nothing stripped to check here.
+if [ -n "$(nm "$postgres" 2>/dev/null | head -n 1)" ]; then
+	echo "postgres is not stripped here: nothing to check (Debian's stripped 15 is checked)"
+	exit 0
+fi
 symtab=-D
-nm "$postgres" >/dev/null 2>&1 && symtab=
 declare -A lo hi
 while read -r addr size type name; do
 	lo[$name]=$((16#$addr))

@@ -125,8 +125,8 @@ starts_with(const char *p, const char *end, const char *s)
 	return (size_t) (end - p) >= n && memcmp(p, s, n) == 0;
 }
 
-static int
-hex_digit(char ch)
+int
+hp_hex_digit(char ch)
 {
 	if (ch >= '0' && ch <= '9')
 		return ch - '0';
@@ -147,8 +147,8 @@ is_space(char c)
  * A hex number after white space: "0x" allowed, at most 16 significant
  * digits, then white space or the end.
  */
-static bool
-read_hex(const char **p, const char *end, uint64_t *out)
+bool
+hp_read_hex(const char **p, const char *end, uint64_t *out)
 {
 	const char *s = *p;
 	uint64_t	v = 0;
@@ -161,7 +161,7 @@ read_hex(const char **p, const char *end, uint64_t *out)
 		s += 2;
 	while (s < end && !is_space(*s))
 	{
-		int			d = hex_digit(*s++);
+		int			d = hp_hex_digit(*s++);
 
 		if (d < 0)
 			return false;
@@ -184,13 +184,13 @@ read_build_id(hp_arena *a, const char *p, const char *end, hp_profile *out)
 	size_t		n = 0;
 
 	memset(&id, 0, sizeof(id));
-	if (out->nids >= HP_MAX_OBJECTS || !read_hex(&p, end, &id.bias))
+	if (out->nids >= HP_MAX_OBJECTS || !hp_read_hex(&p, end, &id.bias))
 		return;
 	while (p < end && is_space(*p))
 		p++;
-	while (p + 1 < end && hex_digit(p[0]) >= 0 && hex_digit(p[1]) >= 0 && n < sizeof(id.id))
+	while (p + 1 < end && hp_hex_digit(p[0]) >= 0 && hp_hex_digit(p[1]) >= 0 && n < sizeof(id.id))
 	{
-		id.id[n++] = (uint8_t) (hex_digit(p[0]) * 16 + hex_digit(p[1]));
+		id.id[n++] = (uint8_t) (hp_hex_digit(p[0]) * 16 + hp_hex_digit(p[1]));
 		p += 2;
 	}
 	if (n == 0)
@@ -230,7 +230,7 @@ hp_read_comment(hp_arena *a, const char *line, size_t len, hp_profile *out)
 	if (starts_with(p, end, ALLOCATOR_PREFIX))
 	{
 		p += strlen(ALLOCATOR_PREFIX);
-		if (read_hex(&p, end, &v))
+		if (hp_read_hex(&p, end, &v))
 			out->allocator_base = v;
 	}
 	else if (starts_with(p, end, BUILD_ID_PREFIX))
@@ -239,7 +239,7 @@ hp_read_comment(hp_arena *a, const char *line, size_t len, hp_profile *out)
 	{
 		/* a value that does not parse ends the line: the ones before it count */
 		p += strlen(FOLD_PREFIX);
-		while (read_hex(&p, end, &v))
+		while (hp_read_hex(&p, end, &v))
 			if (v != 0)
 				add_fold_start(a, out, v);
 	}

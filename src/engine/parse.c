@@ -91,43 +91,11 @@ match_counts(cursor c, double v[4])
 	return c.p == c.end;
 }
 
-static int
-hex_digit(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* One "0x..." address token; leading zeros beyond 16 digits are allowed. */
 static bool
 read_pc(cursor *c, uint64_t *out)
 {
-	uint64_t	v = 0;
-	int			significant = 0;
-	bool		any = false;
-
-	if (c->p + 2 <= c->end && c->p[0] == '0' && (c->p[1] == 'x' || c->p[1] == 'X'))
-		c->p += 2;
-	while (c->p < c->end && !is_space(*c->p))
-	{
-		int			d = hex_digit(*c->p++);
-
-		if (d < 0)
-			return false;
-		any = true;
-		if (v == 0 && d == 0)
-			continue;
-		if (++significant > 16)
-			return false;
-		v = (v << 4) | (uint64_t) d;
-	}
-	*out = v;
-	return any;
+	return hp_read_hex(&c->p, c->end, out);
 }
 
 /*

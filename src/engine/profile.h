@@ -70,4 +70,12 @@ extern void hp_unsample(hp_profile *p);
 /* format.c: take one leading "%" line (without its newline) into out. */
 extern void hp_read_comment(hp_arena *a, const char *line, size_t len, hp_profile *out);
 
+/*
+ * The dump text's hex numbers, for the parser and the "%" lines alike: after
+ * white space, "0x" allowed, at most 16 significant digits, then white space
+ * or the end; advances *p.  hp_hex_digit: a digit's value, or -1.
+ */
+extern bool hp_read_hex(const char **p, const char *end, uint64_t *out);
+extern int	hp_hex_digit(char ch);
+
 #endif

@@ -26,6 +26,7 @@
 #include "compat.h"
 #include "jemalloc.h"
 #include "process.h"
+#include "shmem.h"
 #include "snapshots.h"
 #include "engine/format.h"
 
@@ -48,13 +49,26 @@ notice_if_empty(const hp_result *r, const hpg_report_args *a)
 
 	if (r->graph.npaths > 0 && r->graph.local_total != 0)
 		return;
-	if (a->dump || a->base || !a->proc.self)
+	if ((a->o.focus || a->o.ignore) && r->graph.npaths == 0 && r->graph.total != 0)
 	{
 		ereport(NOTICE,
+				(errmsg("focus / ignore matched no stack of the heap profile"),
+				 errhint("The profile is not empty; heapprof_stacks() shows the frames the patterns are matched against (names, file:line, addresses).")));
+		return;
+	}
+	if (a->dump || a->base || !a->proc.self)
+	{
+		bool		active = false;
+
+		ereport(NOTICE,
 				(errmsg("the heap profile is empty"),
-				 errhint(a->base ? "Nothing changed between the base and the profile, or focus / ignore left no stack." :
-						 !a->proc.self ? "Nothing is sampled in that process: enable it with heapprof_enable(pid => N) first." :
-						 "The stored profile holds no sampled allocation.")));
+				 a->base ? errhint("Nothing changed between the base and the profile.") :
+				 a->dump ? errhint("The stored profile holds no sampled allocation.") :
+				 hpg_published_active(a->proc.pid, &active) && active ?
+				 errhint("Sampling is active in process %d, but no sampled allocation is live there yet: it records allocations made after heapprof_enable(pid => %d), on average one per sampling interval.",
+						 a->proc.pid, a->proc.pid) :
+				 errhint("Nothing is sampled in process %d: enable it with heapprof_enable(pid => %d) first.",
+						 a->proc.pid, a->proc.pid)));
 		return;
 	}
 	hpj_get_status(&st);
@@ -62,8 +76,6 @@ notice_if_empty(const hp_result *r, const hpg_report_args *a)
 			(errmsg("the heap profile of this backend is empty"),
 			 !st.active ?
 			 errhint("Profiling is not active in this backend: run SELECT heapprof_enable(), then the workload to profile.") :
-			 r->graph.npaths > 0 ?
-			 errhint("focus or ignore left no stack.") :
 			 errhint("No sampled allocation is live yet. With sampling every %llu bytes on average, small workloads may leave none; heapprof_reset(sample_interval => 1) records every allocation.",
 					 (unsigned long long) st.sample_interval)));
 }

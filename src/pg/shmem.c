@@ -26,6 +26,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "storage/procarray.h"
 #include "storage/shmem.h"
 
 #include "compat.h"
@@ -111,4 +112,26 @@ hpg_publish_state(void)
 		p->allocated = st.have_stats ? (int64) st.allocated : -1;
 	}
 	SpinLockRelease(&hpg_shmem->mutex);
+}
+
+bool
+hpg_published_active(int pid, bool *active)
+{
+	PGPROC	   *proc = BackendPidGetProc(pid);
+	hpg_published *p;
+	bool		known = false;
+
+	if (proc == NULL)
+		proc = AuxiliaryPidGetProc(pid);
+	if (hpg_shmem == NULL || proc == NULL)
+		return false;
+	SpinLockAcquire(&hpg_shmem->mutex);
+	p = hpg_published_of(hpg_procno(proc));
+	if (p && p->pid == pid)
+	{
+		*active = p->active;
+		known = true;
+	}
+	SpinLockRelease(&hpg_shmem->mutex);
+	return known;
 }

@@ -89,6 +89,9 @@ extern void hpg_shmem_init(void);
 /* The published entry of a proc number, or NULL (caller holds the mutex). */
 extern hpg_published *hpg_published_of(int procno);
 
+/* Whether process pid's sampling is active, as it last published; false if unknown. */
+extern bool hpg_published_active(int pid, bool *active);
+
 /* Record this process's profiling state for heapprof_backends().  Plain C. */
 extern void hpg_publish_state(void);
 
