@@ -181,15 +181,27 @@ hpj_thread_active(bool on, bool *was)
 	return rc;
 }
 
+/*
+ * thread.allocatedp / deallocatedp give the addresses of this thread's
+ * counters: read directly, they cost nothing, so callers may take them
+ * around every allocation (analysis.c does).
+ */
 int64_t
 hpj_thread_net(void)
 {
-	uint64_t	allocated;
-	uint64_t	deallocated;
+	static uint64_t *allocated;
+	static uint64_t *deallocated;
+	static bool looked;
 
-	if (ctl() == NULL ||
-		READ_CTL("thread.allocated", &allocated) != 0 ||
-		READ_CTL("thread.deallocated", &deallocated) != 0)
+	if (!looked)
+	{
+		looked = true;
+		if (ctl() == NULL ||
+			READ_CTL("thread.allocatedp", &allocated) != 0 ||
+			READ_CTL("thread.deallocatedp", &deallocated) != 0)
+			allocated = deallocated = NULL;
+	}
+	if (allocated == NULL || deallocated == NULL)
 		return 0;
-	return (int64_t) (allocated - deallocated);
+	return (int64_t) (*allocated - *deallocated);
 }
