@@ -15,16 +15,22 @@ cleanup() {
 }
 trap cleanup EXIT
 q() { psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
+# session_pid APPNAME: the backend of a session started in the background
+session_pid() {
+	local pid
+	for _ in $(seq 50); do
+		pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$1'")
+		[ -n "$pid" ] && { echo "$pid"; return; }
+		sleep 0.1
+	done
+	echo "session $1 did not start" >&2
+	return 1
+}
 
 # -- a target that exits while working on a request
 psql -X -q -At -d postgres -c "SET application_name = 'hp_exiting'" -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
 pids+=($!)
-for _ in $(seq 50); do
-	target=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'hp_exiting'")
-	[ -n "$target" ] && break
-	sleep 0.1
-done
-[ -n "$target" ] || { echo "target session did not start"; exit 1; }
+target=$(session_pid hp_exiting)
 gdb -p "$target" -batch -ex 'break hpj_dump' -ex 'continue' -ex 'call (void) proc_exit(0)' \
 	>"$w/gdb.log" 2>&1 &
 gdbpid=$!
@@ -48,12 +54,7 @@ q -c "DROP ROLE IF EXISTS hp_greedy" -c "CREATE ROLE hp_greedy LOGIN" \
 	-c "GRANT EXECUTE ON FUNCTION heapprof_status(integer) TO hp_greedy"
 psql -X -q -At -d postgres -U hp_greedy -c "SET application_name = 'hp_stopped'" -c "SELECT pg_sleep(120)" >/dev/null 2>&1 &
 pids+=($!)
-for _ in $(seq 50); do
-	stopped=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'hp_stopped'")
-	[ -n "$stopped" ] && break
-	sleep 0.1
-done
-[ -n "$stopped" ] || { echo "greedy target did not start"; exit 1; }
+stopped=$(session_pid hp_stopped)
 kill -STOP "$stopped"			# it never answers
 for i in $(seq 64); do
 	psql -X -q -At -d postgres -U hp_greedy -c "SET heapprof.request_timeout = '60s'" \

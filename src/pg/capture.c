@@ -15,9 +15,7 @@
  */
 #include "postgres.h"
 
-#include <fcntl.h>
 #include <link.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "miscadmin.h"
@@ -121,20 +119,9 @@ hpg_write_identity_file(const char *dump_path)
 	static char buf[HP_IDENTITY_MAX];
 	char		path[MAXPGPATH];
 	size_t		len = hpg_identity_text(buf, sizeof(buf));
-	int			fd;
 
 	snprintf(path, sizeof(path), "%s.ids", dump_path);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
-	if (fd < 0)
-		return errno;
-	if (!hpg_write_all(fd, buf, len))
-	{
-		int			save = errno;
-
-		close(fd);
-		return save;
-	}
-	return close(fd) == 0 ? 0 : errno;
+	return hpg_write_file(path, buf, len) ? 0 : errno;
 }
 
 void

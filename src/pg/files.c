@@ -125,26 +125,37 @@ hpg_write_all(int fd, const char *buf, size_t len)
 	return true;
 }
 
+/* Create (or truncate) path, not through a link, with text; fsync'ed if asked. */
+static bool
+write_file(const char *path, const char *text, size_t len, bool sync)
+{
+	int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
+	bool		ok;
+	int			save;
+
+	if (fd < 0)
+		return false;
+	ok = hpg_write_all(fd, text, len) && (!sync || pg_fsync(fd) == 0);
+	save = errno;
+	if (close(fd) != 0 && ok)
+		return false;
+	errno = save;
+	return ok;
+}
+
+bool
+hpg_write_file(const char *path, const char *text, size_t len)
+{
+	return write_file(path, text, len, false);
+}
+
 bool
 hpg_write_atomically(const char *path, const char *text, size_t len)
 {
 	char		tmp[MAXPGPATH];
-	int			fd;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, MyProcPid);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
-	if (fd < 0)
-		return false;
-	if (!hpg_write_all(fd, text, len))
-	{
-		int			save = errno;
-
-		close(fd);
-		unlink(tmp);
-		errno = save;
-		return false;
-	}
-	if (pg_fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0)
+	if (!write_file(tmp, text, len, true) || rename(tmp, path) != 0)
 	{
 		int			save = errno;
 
