@@ -99,11 +99,46 @@ typedef struct params
 #define REPORT_ARGS "pid => $1::int, fold => $2::bool, objects => $3::bool, " \
 	"focus => $4, ignore => $5, base => $6"
 
+/* The extension's schema, quoted; "@x." in a query stands for it. */
+static char ext_schema[2 * 64 + 3];
+
+/*
+ * Send sql with "@x." replaced by the extension's schema: with search_path
+ * empty (see main), every name is pg_catalog's or the extension's, so no
+ * object another role creates can stand in for one of them.
+ */
+static PGresult *
+exec(PGconn *conn, const char *sql, int nparams, const char *const *values, int binary)
+{
+	char		buf[2048];
+	size_t		n = 0;
+
+	for (const char *c = sql; *c; c++)
+	{
+		const char *part = c;
+		size_t		len = 1;
+
+		if (strncmp(c, "@x.", 3) == 0)
+		{
+			part = ext_schema;
+			len = strlen(ext_schema);
+			c += 2;
+		}
+		if (n + len + 2 > sizeof(buf))
+			fail("query too long");
+		memcpy(buf + n, part, len);
+		n += len;
+		if (part == ext_schema)
+			buf[n++] = '.';
+	}
+	buf[n] = '\0';
+	return PQexecParams(conn, buf, nparams, NULL, values, NULL, NULL, binary);
+}
+
 static PGresult *
 run(PGconn *conn, const char *sql, const params *p, int nparams, int binary)
 {
-	PGresult   *res = PQexecParams(conn, sql, nparams, NULL, p ? p->values : NULL,
-								   NULL, NULL, binary);
+	PGresult   *res = exec(conn, sql, nparams, p ? p->values : NULL, binary);
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK)
 		fail_result(res);
@@ -205,7 +240,7 @@ write_report(PGconn *conn, const char *format, const params *p, const char *path
 		int			status;
 		bool		ok;
 
-		res = run(conn, "SELECT * FROM heapprof_dump_dot(" REPORT_ARGS ")", p, 6, 0);
+		res = run(conn, "SELECT * FROM @x.heapprof_dump_dot(" REPORT_ARGS ")", p, 6, 0);
 		if (path && strcmp(path, "-") == 0)
 			argv[3] = "/dev/stdout";
 		if (pipe(fds) < 0)
@@ -234,16 +269,16 @@ write_report(PGconn *conn, const char *format, const params *p, const char *path
 		return;
 	}
 	if (strcmp(format, "svg") == 0 || strcmp(format, "flamegraph") == 0)
-		snprintf(sql, sizeof(sql), "SELECT heapprof_dump_flamegraph(%s)", REPORT_ARGS);
+		snprintf(sql, sizeof(sql), "SELECT @x.heapprof_dump_flamegraph(%s)", REPORT_ARGS);
 	else if (strcmp(format, "pprof") == 0)
-		snprintf(sql, sizeof(sql), "SELECT heapprof_dump_pprof(%s)", REPORT_ARGS);
+		snprintf(sql, sizeof(sql), "SELECT @x.heapprof_dump_pprof(%s)", REPORT_ARGS);
 	else if (strcmp(format, "raw") == 0)
-		snprintf(sql, sizeof(sql), "SELECT heapprof_dump_raw(pid => $1::int)");
+		snprintf(sql, sizeof(sql), "SELECT @x.heapprof_dump_raw(pid => $1::int)");
 	else if (strcmp(format, "dot") == 0 || strcmp(format, "collapsed") == 0 || strcmp(format, "text") == 0)
-		snprintf(sql, sizeof(sql), "SELECT * FROM heapprof_dump_%s(%s)", format, REPORT_ARGS);
+		snprintf(sql, sizeof(sql), "SELECT * FROM @x.heapprof_dump_%s(%s)", format, REPORT_ARGS);
 	else if (strcmp(format, "top") == 0)
 		snprintf(sql, sizeof(sql),
-				 "SELECT rank, flat_bytes, flat_pct, cum_bytes, cum_pct, function FROM heapprof_top(30, %s)",
+				 "SELECT rank, flat_bytes, flat_pct, cum_bytes, cum_pct, function FROM @x.heapprof_top(30, %s)",
 				 REPORT_ARGS);
 	else
 	{
@@ -274,7 +309,7 @@ list(PGconn *conn)
 {
 	PGresult   *res = run(conn, "SELECT pid, backend_type, coalesce(usename, ''), application_name, "
 							"coalesce(state, ''), CASE active WHEN true THEN 'on' WHEN false THEN 'off' ELSE '' END, "
-							"coalesce(pg_size_pretty(allocated_bytes), '') FROM heapprof_backends() ORDER BY pid",
+							"coalesce(pg_catalog.pg_size_pretty(allocated_bytes), '') FROM @x.heapprof_backends() ORDER BY pid",
 							NULL, 0, 0);
 
 	printf("%8s  %-22s %-12s %-18s %-14s %-9s %s\n", "pid", "backend_type", "user",
@@ -306,7 +341,7 @@ leak(PGconn *conn, int seconds, const char *format, params *p, const char *path)
 	snprintf(name, sizeof(name), "pg_heapprof_%s_%ld", p->values[0], (long) time(NULL));
 	snap[0] = name;
 	snap[1] = p->values[0];
-	res = PQexecParams(conn, "SELECT heapprof_snapshot($1, pid => $2::int)", 2, NULL, snap, NULL, NULL, 0);
+	res = exec(conn, "SELECT @x.heapprof_snapshot($1, pid => $2::int)", 2, snap, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		fail_result(res);
 	PQclear(res);
@@ -326,12 +361,12 @@ leak(PGconn *conn, int seconds, const char *format, params *p, const char *path)
 	p->values[5] = name;
 	if (interrupted)
 	{
-		res = PQexecParams(conn, "SELECT heapprof_drop_snapshot($1)", 1, NULL, snap, NULL, NULL, 0);
+		res = exec(conn, "SELECT @x.heapprof_drop_snapshot($1)", 1, snap, 0);
 		PQclear(res);
 		fail("interrupted; nothing written");
 	}
 	write_report(conn, format, p, path);
-	res = PQexecParams(conn, "SELECT heapprof_drop_snapshot($1)", 1, NULL, snap, NULL, NULL, 0);
+	res = exec(conn, "SELECT @x.heapprof_drop_snapshot($1)", 1, snap, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		fprintf(stderr, "%s: warning: could not drop snapshot \"%s\": %s", progname, name,
 				PQresultErrorMessage(res));
@@ -521,7 +556,11 @@ main(int argc, char **argv)
 		fail("%s", msg);
 	}
 
-	res = run(conn, "SELECT 1 FROM pg_extension WHERE extname = 'heapprof'", NULL, 0, 0);
+	/* as PostgreSQL's client tools do since CVE-2018-1058 */
+	PQclear(run(conn, "SELECT pg_catalog.set_config('search_path', '', false)", NULL, 0, 0));
+	res = run(conn, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
+			  "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+			  "WHERE e.extname OPERATOR(pg_catalog.=) 'heapprof'", NULL, 0, 0);
 	if (PQntuples(res) == 0)
 	{
 		fprintf(stderr, "%s: error: the heapprof extension is not installed in database \"%s\"\n",
@@ -531,6 +570,7 @@ main(int argc, char **argv)
 		PQfinish(conn);
 		return 1;
 	}
+	snprintf(ext_schema, sizeof(ext_schema), "%s", PQgetvalue(res, 0, 0));
 	PQclear(res);
 
 	switch (action)
@@ -540,8 +580,8 @@ main(int argc, char **argv)
 			break;
 		case 'e':
 		case 'x':
-			res = run(conn, action == 'e' ? "SELECT heapprof_enable(pid => $1::int)" :
-					  "SELECT heapprof_disable(pid => $1::int)", &p, 1, 0);
+			res = run(conn, action == 'e' ? "SELECT @x.heapprof_enable(pid => $1::int)" :
+					  "SELECT @x.heapprof_disable(pid => $1::int)", &p, 1, 0);
 			printf("profiling of process %s is %s\n", p.values[0],
 				   strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? "on" : "off");
 			PQclear(res);

@@ -35,10 +35,16 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel)
 	{
 		bool		link = errno == ELOOP;
 
-		ereport(elevel,
-				(errcode_for_file_access(),
-				 errmsg("could not open heap profile \"%s\": %m", path),
-				 link ? errhint("heapprof does not follow symbolic links in its folders.") : 0));
+		if (link)
+			ereport(elevel,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("heap profile \"%s\" is a symbolic link", path),
+					 errhint("heapprof does not follow symbolic links in its folders; remove the link.")));
+		else
+			ereport(elevel,
+					(errcode_for_file_access(),
+					 errmsg("could not open heap profile \"%s\": %m", path),
+					 errhint("Check the permissions of the data directory's heapprof folder.")));
 		return false;
 	}
 	if (fstat(fd, &st) != 0)

@@ -27,6 +27,7 @@
 #include "jemalloc.h"
 #include "request.h"
 #include "shmem.h"
+#include "snapshots.h"
 #include "target.h"
 
 PG_MODULE_MAGIC;
@@ -67,6 +68,7 @@ _PG_init(void)
 	hpg_analysis_init();
 	hpg_exitdump_init();
 	hpg_request_init();
+	hpg_snapshots_init();
 	DefineCustomBoolVariable("heapprof.enable_at_start",
 							 "Client backends start with heap profiling active.",
 							 "For exit dumps of every session. Needs shared_preload_libraries = 'heapprof'.",

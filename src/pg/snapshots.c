@@ -6,7 +6,10 @@
  * so other sessions can compare with it.  Names are one namespace with exit
  * dumps (reports read either by name), so a snapshot may not take the name
  * of an exit dump, and a name found in both places is refused rather than
- * guessed.
+ * guessed.  heapprof.max_snapshots and heapprof.max_snapshot_bytes bound
+ * what roles other than superusers may keep, on disk (persisted snapshots of
+ * all sessions) and in one session's memory alike; a snapshot beyond them is
+ * refused before anything is written.
  */
 #include "postgres.h"
 
@@ -16,6 +19,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "analysis.h"
@@ -39,6 +43,66 @@ typedef struct snapshot
 } snapshot;
 
 static snapshot *snapshots;
+
+static int	max_snapshots = 100;
+static int	max_snapshot_bytes_kb = 100 * 1024;
+
+void
+hpg_snapshots_init(void)
+{
+	DefineCustomIntVariable("heapprof.max_snapshots",
+							"Most persisted snapshots, and most snapshots one session keeps, for roles other than superusers.",
+							NULL,
+							&max_snapshots,
+							100, 0, 1000000,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("heapprof.max_snapshot_bytes",
+							"Most disk space persisted snapshots take, and most memory one session's snapshots take, for roles other than superusers.",
+							NULL,
+							&max_snapshot_bytes_kb,
+							100 * 1024, 0, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+}
+
+/* ERROR if one more snapshot of len bytes goes beyond the limits */
+static void
+check_limits(int len, bool persist)
+{
+	int64		count = 0;
+	int64		bytes = 0;
+	const char *where = "This session holds";
+
+	if (superuser())
+		return;
+	for (snapshot *s = snapshots; s; s = s->next)
+	{
+		count++;
+		bytes += s->len;
+	}
+	if (persist)
+	{
+		int64		disk_count;
+		int64		disk_bytes;
+
+		hpg_store_usage(HPG_SNAPSHOT_DIR, &disk_count, &disk_bytes);
+		if (disk_count > count || disk_bytes > bytes)
+		{
+			count = disk_count;
+			bytes = disk_bytes;
+			where = "The persisted snapshots hold";
+		}
+	}
+	if (count + 1 > max_snapshots ||
+		bytes + len > (int64) max_snapshot_bytes_kb * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many heap profile snapshots"),
+				 errdetail("%s " INT64_FORMAT " snapshot(s) of " INT64_FORMAT " bytes; this one has %d bytes; heapprof.max_snapshots is %d, heapprof.max_snapshot_bytes %d kB.",
+						   where, count, bytes, len, max_snapshots, max_snapshot_bytes_kb),
+				 errhint("Drop snapshots with heapprof_drop_snapshot(), or ask a superuser to raise the limits.")));
+}
 
 static snapshot *
 find_session(const char *name)
@@ -142,6 +206,7 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	initStringInfo(&prof);
 	hpg_append_meta(&prof, proc.pid, GetUserId(), hpg_proc_type(proc));
 	hpg_proc_dump(proc, &prof, true);
+	check_limits(prof.len, persist);
 	if (persist)
 	{
 		hpg_store_make_dirs();

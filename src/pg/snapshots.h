@@ -6,6 +6,9 @@
 
 #include "lib/stringinfo.h"
 
+/* GUCs; from _PG_init. */
+extern void hpg_snapshots_init(void);
+
 /*
  * The stored profile called name -- this session's snapshot, a persisted
  * snapshot or an exit dump -- appended to out.  ERROR if there is none, if

@@ -129,6 +129,35 @@ hpg_store_put_row(ReturnSetInfo *rsinfo, const char *name, const char *text, int
 }
 
 void
+hpg_store_usage(const char *dir, int64 *count, int64 *bytes)
+{
+	DIR		   *d = AllocateDir(dir);
+	struct dirent *de;
+
+	*count = *bytes = 0;
+	if (d == NULL && errno == ENOENT)
+		return;
+	while ((de = ReadDir(d, dir)) != NULL)
+	{
+		size_t		n = strlen(de->d_name);
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		CHECK_FOR_INTERRUPTS();
+		if (de->d_name[0] == '.' || n <= strlen(HPG_SUFFIX) ||
+			strcmp(de->d_name + n - strlen(HPG_SUFFIX), HPG_SUFFIX) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+		{
+			(*count)++;
+			*bytes += st.st_size;
+		}
+	}
+	FreeDir(d);
+}
+
+void
 hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps, bool (*skip) (const char *name))
 {
 	DIR		   *d = AllocateDir(dir);

@@ -34,6 +34,8 @@ extern void hpg_deny(const char *name, const char *verb);
  */
 extern void hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps,
 						   bool (*skip) (const char *name));
+/* Number and bytes of the regular profile files in dir. */
+extern void hpg_store_usage(const char *dir, int64 *count, int64 *bytes);
 /* One row of either listing. */
 extern void hpg_store_put_row(ReturnSetInfo *rsinfo, const char *name, const char *text, int len,
 							  bool persisted, int64 file_bytes, bool dumps);

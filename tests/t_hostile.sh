@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# t_hostile.sh -- hostile roles and hostile files (cluster (a)):
+#  - an operator planted in public does not run when a superuser creates
+#    the extension;
+#  - persisted and session snapshots stop at heapprof.max_snapshots /
+#    max_snapshot_bytes with 53400, nothing half-written; superusers go on;
+#  - a FIFO, a directory, a symlink and a huge sparse file among the stored
+#    profiles are skipped with a WARNING, never hang or fail the listing, and
+#    are refused by dump =>;
+#  - a snapshot cannot take an exit dump's name; a name in both is refused;
+#  - an exit dump belongs to the login role, not to SET SESSION AUTHORIZATION;
+#  - heapprof_drop_snapshot(NULL) is 22023.
+set -euo pipefail
+# sessions of the superuser leave no exit dumps of their own
+q() {
+	local o="-c heapprof.dump_on_exit_threshold=-1"
+	[ "${PGUSER:-postgres}" = postgres ] || o=
+	PGOPTIONS="$o" psql -X -q -At -d "${DB:-postgres}" -v ON_ERROR_STOP=1 "$@"
+}
+as_os() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# expect_error SQLSTATE SQL...: the statement fails with that SQLSTATE
+expect_error() {
+	local state=$1 out
+	shift
+	if out=$(q -v VERBOSITY=verbose "$@" 2>&1); then
+		echo "expected $state, succeeded: $*"; return 1
+	fi
+	grep -q "ERROR:  $state:" <<<"$out" || { echo "expected $state from $*, got: $out"; return 1; }
+}
+cleanup() {
+	q -c "DROP OWNED BY hp_dbg" -c "DROP ROLE hp_dbg" >/dev/null 2>&1 || true
+	q -c "DROP DATABASE IF EXISTS hp_planted" -c "DROP ROLE IF EXISTS hp_dbowner" \
+	  -c "DROP ROLE IF EXISTS hp_bob" -c "ALTER SYSTEM RESET heapprof.dump_on_exit_threshold" \
+	  -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
+	[ -n "${data:-}" ] && as_os rm -rf "$data/heapprof/snapshots/hp_fifo.heap" "$data/heapprof/snapshots/hp_dir.heap" \
+		"$data/heapprof/snapshots/hp_link.heap" "$data/heapprof/snapshots/hp_huge.heap" 2>/dev/null || true
+}
+trap "cleanup; rm -f \"\$w\"" EXIT
+w=$(mktemp)
+data=$(q -c "SHOW data_directory")
+q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "SELECT heapprof_enable()" >/dev/null
+
+# -- a planted operator: the database owner may create in public (PG 15)
+q -c "CREATE ROLE hp_dbowner LOGIN" -c "CREATE DATABASE hp_planted OWNER hp_dbowner" >/dev/null
+DB=hp_planted q -c "GRANT CREATE ON SCHEMA public TO hp_dbowner" >/dev/null
+DB=hp_planted PGUSER=hp_dbowner q >/dev/null <<'SQL'
+CREATE FUNCTION public.planted(a oid, b regclass) RETURNS boolean LANGUAGE plpgsql AS
+  $$ BEGIN EXECUTE 'ALTER ROLE hp_dbowner SUPERUSER'; RETURN a OPERATOR(pg_catalog.=) b::oid; END $$;
+CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = public.planted);
+CREATE FUNCTION public.planted_text(a text, b text) RETURNS boolean LANGUAGE plpgsql AS
+  $$ BEGIN EXECUTE 'ALTER ROLE hp_dbowner SUPERUSER'; RETURN a OPERATOR(pg_catalog.=) b; END $$;
+CREATE OPERATOR public.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.planted_text);
+SQL
+DB=hp_planted q -c "CREATE EXTENSION heapprof" -c "SELECT heapprof_top(1)" >/dev/null
+[ "$(q -c "SELECT rolsuper FROM pg_roles WHERE rolname = 'hp_dbowner'")" = f ] ||
+	{ echo "a planted operator ran as superuser during CREATE EXTENSION"; exit 1; }
+# ... nor when a superuser runs pg_heapprof there: the database owner puts
+# the extension's schema after public and plants a look-alike in public
+DB=hp_planted q -c "DROP EXTENSION heapprof" -c "CREATE SCHEMA hp" -c "CREATE EXTENSION heapprof SCHEMA hp" >/dev/null
+DB=hp_planted PGUSER=hp_dbowner q >/dev/null <<'SQL'
+ALTER DATABASE hp_planted SET search_path = public, hp;
+CREATE FUNCTION public.heapprof_backends()
+  RETURNS TABLE(pid integer, backend_type text, usename text, application_name text, state text,
+                active boolean, allocated_bytes bigint) LANGUAGE plpgsql AS
+  $$ BEGIN EXECUTE 'ALTER ROLE hp_dbowner SUPERUSER'; RETURN; END $$;
+SQL
+"$HP_TOP/pg_heapprof" -d hp_planted --list | grep -q "client backend" || { echo "pg_heapprof --list failed"; exit 1; }
+[ "$(q -c "SELECT rolsuper FROM pg_roles WHERE rolname = 'hp_dbowner'")" = f ] ||
+	{ echo "a planted operator ran as superuser under pg_heapprof"; exit 1; }
+
+# -- snapshot limits
+q -c "CREATE ROLE hp_bob LOGIN" >/dev/null
+q -c "GRANT EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer),
+	heapprof_snapshots(), heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer)
+	TO hp_bob" >/dev/null
+bob() { PGUSER=hp_bob psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
+before=$(q -c "SELECT count(*) FROM pg_ls_dir('heapprof/snapshots', true, false) f WHERE f LIKE 'hp_lim%'")
+# superusers are not limited
+q -c "SET heapprof.max_snapshots = 1" -c "SELECT heapprof_snapshot('hp_lim1', false)" \
+	-c "SELECT heapprof_snapshot('hp_lim2', false)" -c "SELECT heapprof_snapshot('hp_lim3', false)" >/dev/null
+# a plain role, limits set by the superuser for it
+q -c "ALTER ROLE hp_bob SET heapprof.max_snapshots = 2" -c "ALTER ROLE hp_bob SET heapprof.max_snapshot_bytes = '1MB'" >/dev/null
+out=$(PGUSER=hp_bob psql -X -q -At -d postgres -v VERBOSITY=verbose -c "SELECT heapprof_enable()" \
+	-c "SELECT heapprof_snapshot('hp_lim1', false) > 0" -c "SELECT heapprof_snapshot('hp_lim2', false) > 0" \
+	-c "SELECT heapprof_snapshot('hp_lim3', false)" 2>&1) && { echo "third session snapshot allowed: $out"; exit 1; }
+grep -q "ERROR:  53400: too many heap profile snapshots" <<<"$out" || { echo "session limit: $out"; exit 1; }
+grep -q "HINT:  Drop snapshots" <<<"$out" || { echo "no hint: $out"; exit 1; }
+bob -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('hp_lim1', true)" \
+	-c "SELECT heapprof_snapshot('hp_lim2', true)" >/dev/null
+PGUSER=hp_bob expect_error 53400 -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('hp_lim3', true)"
+# the byte limit too, with room left in the count
+bob -c "SELECT heapprof_drop_snapshot('hp_lim2')" >/dev/null
+q -c "ALTER ROLE hp_bob SET heapprof.max_snapshot_bytes = 0" >/dev/null
+PGUSER=hp_bob expect_error 53400 -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('hp_lim3', true)"
+q -c "ALTER ROLE hp_bob RESET ALL" >/dev/null
+[ "$(q -c "SELECT count(*) FROM pg_ls_dir('heapprof/snapshots', true, false) f WHERE f LIKE 'hp_lim%'")" = $((before + 1)) ] ||
+	{ echo "refused snapshots left files:"; q -c "SELECT pg_ls_dir('heapprof/snapshots')"; exit 1; }
+# the superuser is not limited by the persisted count
+q -c "SET heapprof.max_snapshots = 0" -c "SELECT heapprof_snapshot('hp_lim_su', true)" >/dev/null
+q -c "SELECT heapprof_drop_snapshot('hp_lim1')" -c "SELECT heapprof_drop_snapshot('hp_lim_su')" >/dev/null
+
+# -- hostile files among the persisted snapshots
+q -c "SELECT heapprof_snapshot('hp_ok', true)" >/dev/null
+snaps=$data/heapprof/snapshots
+as_os mkfifo "$snaps/hp_fifo.heap"
+as_os mkdir "$snaps/hp_dir.heap"
+as_os ln -s "$snaps/hp_ok.heap" "$snaps/hp_link.heap"
+as_os truncate -s 1100M "$snaps/hp_huge.heap"
+start=$SECONDS
+out=$(q -c "SET statement_timeout = '20s'" -c "SELECT name FROM heapprof_snapshots() ORDER BY name" 2>&1) ||
+	{ echo "listing failed: $out"; exit 1; }
+[ $((SECONDS - start)) -lt 10 ] || { echo "listing took $((SECONDS - start)) s"; exit 1; }
+grep -qx hp_ok <<<"$out" || { echo "listing lost the good snapshot: $out"; exit 1; }
+for bad in hp_fifo hp_dir hp_link hp_huge; do
+	grep -qx "$bad" <<<"$out" && { echo "listed $bad"; exit 1; }
+	grep -q "WARNING:.*$bad" <<<"$out" || { echo "no WARNING for $bad: $out"; exit 1; }
+	expect_error XX001 -c "SET statement_timeout = '20s'" -c "SELECT * FROM heapprof_top(1, dump => '$bad')" ||
+		{ echo "dump => '$bad' not refused cleanly"; exit 1; }
+done
+[ $((SECONDS - start)) -lt 30 ] || { echo "readers took $((SECONDS - start)) s"; exit 1; }
+q -c "SELECT heapprof_drop_snapshot('hp_ok')" >/dev/null
+as_os rm -rf "$snaps/hp_fifo.heap" "$snaps/hp_dir.heap" "$snaps/hp_link.heap" "$snaps/hp_huge.heap"
+
+# -- a snapshot cannot shadow an exit dump
+q -c "ALTER SYSTEM SET heapprof.dump_on_exit_threshold = 0" -c "SELECT pg_reload_conf()" >/dev/null
+q -c "CREATE EXTENSION IF NOT EXISTS heapprof_test" >/dev/null
+psql -X -q -At -d postgres -c "SELECT heapprof_enable()" -c "SELECT heapprof_test_hold(1048576)" \
+	-c "SET SESSION AUTHORIZATION hp_bob" -c "SELECT pg_backend_pid()" >"$w"
+pid=$(tail -n 1 "$w")
+for _ in $(seq 100); do
+	name=$(q -c "SELECT name FROM heapprof_dumps() WHERE pid = $pid")
+	[ -n "$name" ] && break
+	sleep 0.1
+done
+[ -n "$name" ] || { echo "no exit dump of $pid"; exit 1; }
+q -c "ALTER SYSTEM RESET heapprof.dump_on_exit_threshold" -c "SELECT pg_reload_conf()" >/dev/null
+# owned by the login role, so bob may neither list nor read it
+[ "$(q -c "SELECT owner FROM heapprof_dumps() WHERE name = '$name'")" = postgres ] ||
+	{ echo "exit dump owned by the session user"; q -c "SELECT * FROM heapprof_dumps()"; exit 1; }
+q -c "GRANT EXECUTE ON FUNCTION heapprof_dumps() TO hp_bob" >/dev/null
+[ -z "$(bob -c "SELECT name FROM heapprof_dumps() WHERE name = '$name'")" ] || { echo "bob lists the dump"; exit 1; }
+expect_error 42501 -c "SET ROLE hp_bob" -c "SELECT * FROM heapprof_top(1, dump => '$name')"
+# bob cannot plant a snapshot under its name ...
+expect_error 42710 -c "SET ROLE hp_bob" -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('$name', true)"
+# ... and a file planted there anyway makes the name ambiguous, never silently read
+as_os cp "$data/heapprof/dumps/$name.heap" "$snaps/$name.heap"
+expect_error 42P08 -c "SELECT * FROM heapprof_top(1, dump => '$name')"
+as_os rm -f "$snaps/$name.heap" "$data/heapprof/dumps/$name.heap"
+
+# -- README's grants are enough for each workflow, from a role's own sessions
+q -c "CREATE ROLE hp_dbg LOGIN" >/dev/null
+# readme_sql LINE: the SQL block that follows a README paragraph starting with LINE
+readme_sql() {
+	awk -v start="$1" 'index($0, start) == 1 { on = 1 } on && /^```sql/ { sql = 1; next }
+		sql && /^```/ { exit } sql' "$HP_TOP/README.md" | sed 's/app_debugger/hp_dbg/g'
+}
+q -c "$(readme_sql 'role profile its own sessions:')" -c "$(readme_sql 'The complete grant for each workflow')" >/dev/null
+coproc DBG { PGUSER=hp_dbg psql -X -q -At -d postgres; }
+echo "SELECT pg_backend_pid();" >&"${DBG[1]}"
+read -r -t 10 dbg <&"${DBG[0]}"
+cli() { PGUSER=hp_dbg "$HP_TOP/pg_heapprof" -d postgres "$@"; }
+cli --list | grep -q "^ *$dbg " || { echo "README grants: --list misses $dbg"; exit 1; }
+cli --enable --pid "$dbg" >/dev/null
+for f in top text flamegraph pprof collapsed dot; do
+	cli --report "$f" --pid "$dbg" -o "$w.$f" || { echo "README grants: --report $f failed"; exit 1; }
+done
+cli --seconds 1 --report top --pid "$dbg" -o "$w.leak" 2>/dev/null || { echo "README grants: --seconds failed"; exit 1; }
+PGUSER=hp_dbg q -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('hp_dbg1', true)" \
+	-c "SELECT count(*) FROM heapprof_stacks(base => 'hp_dbg1')" -c "SELECT count(*) FROM heapprof_snapshots()" \
+	-c "SELECT heapprof_drop_snapshot('hp_dbg1')" -c "SELECT count(*) FROM heapprof_dumps()" >/dev/null ||
+	{ echo "README grants: snapshots workflow failed"; exit 1; }
+kill "$DBG_PID" 2>/dev/null || true
+rm -f "$w".*
+
+# -- NULL names
+expect_error 22023 -c "SELECT heapprof_drop_snapshot(NULL)"
+q -c "REVOKE ALL ON FUNCTION heapprof_dumps() FROM hp_bob" \
+  -c "REVOKE EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer),
+	heapprof_snapshots(), heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer)
+	FROM hp_bob" >/dev/null
+echo ok
