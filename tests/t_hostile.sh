@@ -33,7 +33,9 @@ cleanup() {
 	  -c "DROP ROLE IF EXISTS hp_bob" -c "ALTER SYSTEM RESET heapprof.dump_on_exit_threshold" \
 	  -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
 	[ -n "${data:-}" ] && as_os rm -rf "$data/heapprof/snapshots/hp_fifo.heap" "$data/heapprof/snapshots/hp_dir.heap" \
-		"$data/heapprof/snapshots/hp_link.heap" "$data/heapprof/snapshots/hp_huge.heap" 2>/dev/null || true
+		"$data/heapprof/snapshots/hp_link.heap" "$data/heapprof/snapshots/hp_huge.heap" \
+		"$data/heapprof/snapshots/hp_empty.heap" "$data/heapprof/snapshots/hp_deep1000000.heap" \
+		"$data/heapprof/snapshots/hp_deep65536.heap" 2>/dev/null || true
 }
 trap "cleanup; rm -f \"\$w\"" EXIT
 w=$(mktemp)
@@ -106,12 +108,13 @@ as_os mkfifo "$snaps/hp_fifo.heap"
 as_os mkdir "$snaps/hp_dir.heap"
 as_os ln -s "$snaps/hp_ok.heap" "$snaps/hp_link.heap"
 as_os truncate -s 1100M "$snaps/hp_huge.heap"
+as_os touch "$snaps/hp_empty.heap"
 start=$SECONDS
 out=$(q -c "SET statement_timeout = '20s'" -c "SELECT name FROM heapprof_snapshots() ORDER BY name" 2>&1) ||
 	{ echo "listing failed: $out"; exit 1; }
 [ $((SECONDS - start)) -lt 10 ] || { echo "listing took $((SECONDS - start)) s"; exit 1; }
 grep -qx hp_ok <<<"$out" || { echo "listing lost the good snapshot: $out"; exit 1; }
-for bad in hp_fifo hp_dir hp_link hp_huge; do
+for bad in hp_fifo hp_dir hp_link hp_huge hp_empty; do
 	grep -qx "$bad" <<<"$out" && { echo "listed $bad"; exit 1; }
 	grep -q "WARNING:.*$bad" <<<"$out" || { echo "no WARNING for $bad: $out"; exit 1; }
 	expect_error XX001 -c "SET statement_timeout = '20s'" -c "SELECT * FROM heapprof_top(1, dump => '$bad')" ||
@@ -119,7 +122,26 @@ for bad in hp_fifo hp_dir hp_link hp_huge; do
 done
 [ $((SECONDS - start)) -lt 30 ] || { echo "readers took $((SECONDS - start)) s"; exit 1; }
 q -c "SELECT heapprof_drop_snapshot('hp_ok')" >/dev/null
-as_os rm -rf "$snaps/hp_fifo.heap" "$snaps/hp_dir.heap" "$snaps/hp_link.heap" "$snaps/hp_huge.heap"
+# a writer sees the empty file as taken, as readers do
+expect_error 42710 -c "SELECT heapprof_snapshot('hp_empty', true)"
+as_os rm -rf "$snaps/hp_fifo.heap" "$snaps/hp_dir.heap" "$snaps/hp_link.heap" "$snaps/hp_huge.heap" "$snaps/hp_empty.heap"
+
+# -- huge stacks: refused beyond 65,536 frames, and statement_timeout holds
+# within the cap (interrupts are checked by frames, not by stacks)
+for n in 1000000 65536; do
+	awk -v n="$n" 'BEGIN { printf "heap_v2/524288\n  t*: 1: 100 [0: 0]\n@"
+		for (i = 0; i < n; i++) printf " 0x%x", 4194304 + 16 * i
+		printf "\n  t*: 1: 100 [0: 0]\n\nMAPPED_LIBRARIES:\n" }' >"$w.deep"
+	chmod 644 "$w.deep"
+	as_os cp "$w.deep" "$snaps/hp_deep$n.heap"
+done
+start=$SECONDS
+expect_error XX001 -c "SET statement_timeout = '2s'" -c "SELECT * FROM heapprof_top(1, dump => 'hp_deep1000000')"
+out=$(q -c "SET statement_timeout = '2s'" -c "SELECT length(heapprof_dump_flamegraph(dump => 'hp_deep65536', fold => false))" 2>&1) ||
+	grep -q "canceling statement due to statement timeout" <<<"$out" || { echo "deep stack: $out"; exit 1; }
+[ $((SECONDS - start)) -lt 15 ] || { echo "deep stacks took $((SECONDS - start)) s under statement_timeout = 2s"; exit 1; }
+as_os rm -f "$snaps/hp_deep1000000.heap" "$snaps/hp_deep65536.heap"
+rm -f "$w.deep"
 
 # -- a snapshot cannot shadow an exit dump
 q -c "ALTER SYSTEM SET heapprof.dump_on_exit_threshold = 0" -c "SELECT pg_reload_conf()" >/dev/null
@@ -171,6 +193,13 @@ PGUSER=hp_dbg q -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('hp_d
 	{ echo "README grants: snapshots workflow failed"; exit 1; }
 kill "$DBG_PID" 2>/dev/null || true
 rm -f "$w".*
+
+# -- a pid beyond int is a bad argument (status 2), not a server error
+set +e
+"$HP_TOP/pg_heapprof" -d postgres --report top --pid 99999999999 >/dev/null 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] || { echo "pg_heapprof --pid 99999999999 exited $rc"; exit 1; }
 
 # -- NULL names
 expect_error 22023 -c "SELECT heapprof_drop_snapshot(NULL)"

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -446,7 +447,8 @@ main(int argc, char **argv)
 				action = 's';
 				break;
 			case 'P':
-				if (atoi(optarg) <= 0 || strspn(optarg, "0123456789") != strlen(optarg))
+				if (strspn(optarg, "0123456789") != strlen(optarg) || strlen(optarg) > 10 ||
+					strtoll(optarg, NULL, 10) <= 0 || strtoll(optarg, NULL, 10) > INT_MAX)
 				{
 					fprintf(stderr, "%s: error: invalid pid \"%s\"\n", progname, optarg);
 					return 2;

@@ -180,7 +180,8 @@ hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
 				return HP_EFORMAT;
 			}
 			line.p += strlen("heap_v2/");
-			if (!read_count(&line, &rate) || rate < 1)
+			/* beyond 2^53, 1 - exp(-s / rate) is 0 for small objects: inf */
+			if (!read_count(&line, &rate) || rate < 1 || rate > 9007199254740992.0)
 			{
 				snprintf(err, errlen, "invalid sampling rate in the heap_v2 header");
 				return HP_EFORMAT;

@@ -342,7 +342,20 @@ hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out)
 			bool		inl = len > slen && strcmp(name + len - slen, HP_INLINE_SUFFIX) == 0;
 
 			/* flamegraph.pl convention, as jeprof: "f[inline]" */
-			hp_buf_append(out, name, inl ? len - slen : len);
+			if (inl)
+				len -= slen;
+			/* a control byte (a newline above all) would split the line: "?" */
+			for (size_t i = 0, run; i < len; i += run)
+			{
+				for (run = 0; i + run < len && (unsigned char) name[i + run] >= 0x20; run++)
+					;
+				hp_buf_append(out, name + i, run);
+				if (i + run < len)
+				{
+					hp_buf_append(out, "?", 1);
+					run++;
+				}
+			}
 			if (inl)
 				hp_buf_append(out, "[inline]", 8);
 			if (j > 0)

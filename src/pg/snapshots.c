@@ -149,8 +149,15 @@ hpg_profile_by_name(const char *name, StringInfo out)
 							 HPG_SNAPSHOT_DIR, HPG_EXIT_DIR)));
 		if (snap || dump)
 		{
+			int			start = out->len;
+
 			hpg_store_path(path, snap ? HPG_SNAPSHOT_DIR : HPG_EXIT_DIR, name);
 			found = hpg_read_file(path, out, true);
+			if (found && out->len == start)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("heap profile \"%s\" is an empty file", path),
+						 errhint("Remove the file; heapprof never writes an empty profile.")));
 		}
 	}
 	if (!found)

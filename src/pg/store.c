@@ -184,7 +184,12 @@ hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps, bool (*skip) 
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		initStringInfo(&prof);
 		/* removed meanwhile, or not a profile file: not listed */
-		if (hpg_read_file_or_warn(path, &prof) && hpg_can_read(prof.data, prof.len))
+		if (hpg_read_file_or_warn(path, &prof) && prof.len == 0)
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("heap profile \"%s\" is an empty file", path),
+					 errhint("Remove the file; heapprof never writes an empty profile.")));
+		else if (prof.len > 0 && hpg_can_read(prof.data, prof.len))
 			hpg_store_put_row(rsinfo, name, prof.data, prof.len, true, (int64) prof.len, dumps);
 		pfree(prof.data);
 	}

@@ -8,7 +8,7 @@
 static char long_name[1100];
 
 static const t_name names[] = {
-	{0x3100, "main", NULL},
+	{0x3100, "ma\nin\r", NULL},
 	{0x2100, "operator<<(std::ostream&, \"x\")", "a<b>'c'"},
 	{0x1100, "bad\xff\xfe name \xc3\x28 \xed\xa0\x80 \xf4\x90\x80\x80 \xc0\xaf end", NULL},
 	{0x1200, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x94\xa5 \x01\x1f ok", NULL},
@@ -202,6 +202,18 @@ main(void)
 	T_CHECK("flame cuts long names between characters", strstr(out.data, "xxx\xe2") == NULL &&
 			strstr(out.data, "xxxxx (300 bytes") != NULL, "cut inside a character");
 	T_CHECK("flame escapes the title", strstr(out.data, "title &lt;&amp;&gt; &quot;?&quot;") != NULL, "title");
+
+	/* one line per stack in collapsed output, whatever the names hold */
+	{
+		size_t		lines = 0;
+
+		hp_buf_init(&out, &a);
+		hp_render_collapsed(&a, &g, &out);
+		for (size_t i = 0; i < out.len; i++)
+			lines += out.data[i] == '\n';
+		T_CHECK("collapsed keeps one line per stack", lines == 3 && strstr(out.data, "ma?in?;") != NULL,
+				"%zu lines: %s", lines, out.data);
+	}
 	hp_arena_free(&a);
 	return t_exit();
 }

@@ -93,6 +93,8 @@ test_malformed(void)
 	expect_error("malformed: another first line", "heap profile: 1\n",
 				 "not a jemalloc heap profile: the first line must start with \"heap_v2/\"");
 	expect_error("malformed: rate 0", "heap_v2/0\n", "invalid sampling rate in the heap_v2 header");
+	expect_error("malformed: 19-digit rate (unsampling would be inf)", "heap_v2/9999999999999999999\n",
+				 "invalid sampling rate in the heap_v2 header");
 	expect_error("malformed: rate missing", "heap_v2/\n", "invalid sampling rate in the heap_v2 header");
 	expect_error("malformed: rate beyond 19 digits", "heap_v2/12345678901234567890\n",
 				 "invalid sampling rate in the heap_v2 header");
