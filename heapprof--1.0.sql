@@ -19,6 +19,7 @@ CREATE TYPE @extschema@.heapprof_status_row AS (
     allocated_bytes bigint,
     active_bytes bigint,
     resident_bytes bigint,
+    sampling_since timestamptz,
     hint text);
 
 CREATE FUNCTION @extschema@.heapprof_status(pid integer DEFAULT NULL)
@@ -41,9 +42,9 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'heapprof_reset'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
--- The processes heapprof can reach, to pick a pid.  active and
--- allocated_bytes are what a process last published (NULL until it took
--- part in heapprof).
+-- The processes heapprof can reach, to pick a pid.  active,
+-- allocated_bytes and sampling_since are what a process last published
+-- (NULL until it took part in heapprof).
 CREATE FUNCTION @extschema@.heapprof_backends()
 RETURNS TABLE(
     pid integer,
@@ -52,7 +53,8 @@ RETURNS TABLE(
     application_name text,
     state text,
     active boolean,
-    allocated_bytes bigint)
+    allocated_bytes bigint,
+    sampling_since timestamptz)
 AS 'MODULE_PATHNAME', 'heapprof_backends'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int (*mallctl_fn) (const char *, void *, size_t *, void *, size_t);
 
@@ -20,6 +21,23 @@ static mallctl_fn mallctl_ptr;
 static uintptr_t lib_base;
 static bool probed;
 static hpj_state state;
+
+/*
+ * When the samples of this process's profile began to be taken (Unix
+ * microseconds): the first activation since start or the last reset; 0 if
+ * none.  A forked backend inherits the postmaster's, as it inherits its
+ * samples.
+ */
+static uint64_t since;
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
 
 /*
  * The binding initialises itself: every entry point probes first (cheap
@@ -112,6 +130,7 @@ hpj_get_status(hpj_status *st)
 	{
 		if (READ_CTL("prof.active", &st->active) != 0)
 			st->active = false;
+		st->sampling_since = since;
 		if (READ_CTL("prof.lg_sample", &lg) == 0 && lg < 64)
 		{
 			st->have_sample = true;
@@ -137,21 +156,43 @@ hpj_get_status(hpj_status *st)
 int
 hpj_set_active(bool on)
 {
+	int			rc;
+
 	if (ctl() == NULL)
 		return ENOENT;
-	return mallctl_ptr("prof.active", NULL, NULL, &on, sizeof(on));
+	rc = mallctl_ptr("prof.active", NULL, NULL, &on, sizeof(on));
+	if (rc == 0 && on && since == 0)
+		since = now_us();
+	return rc;
+}
+
+void
+hpj_active_since(uint64_t t)
+{
+	bool		active;
+
+	if (since == 0 && hpj_probe() == HPJ_USABLE &&
+		READ_CTL("prof.active", &active) == 0 && active)
+		since = t;
 }
 
 int
 hpj_reset(int lg_sample)
 {
 	size_t		lg = (size_t) lg_sample;
+	bool		active;
+	int			rc;
 
 	if (ctl() == NULL)
 		return ENOENT;
 	if (lg_sample < 0)
-		return mallctl_ptr("prof.reset", NULL, NULL, NULL, 0);
-	return mallctl_ptr("prof.reset", NULL, NULL, &lg, sizeof(lg));
+		rc = mallctl_ptr("prof.reset", NULL, NULL, NULL, 0);
+	else
+		rc = mallctl_ptr("prof.reset", NULL, NULL, &lg, sizeof(lg));
+	/* the profile starts over: from now if sampling goes on */
+	if (rc == 0)
+		since = READ_CTL("prof.active", &active) == 0 && active ? now_us() : 0;
+	return rc;
 }
 
 int

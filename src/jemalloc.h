@@ -38,6 +38,7 @@ typedef struct hpj_status
 	uint64_t	allocated;
 	uint64_t	active_bytes;
 	uint64_t	resident;
+	uint64_t	sampling_since;	/* Unix microseconds; 0: nothing sampled since start or reset */
 } hpj_status;
 
 /* Largest lg_prof_sample heapprof accepts: 1 GiB mean sampling interval. */
@@ -51,6 +52,8 @@ extern void hpj_get_status(hpj_status *st);
 /* These return 0 or an errno value from mallctl (ENOENT without jemalloc); none needs hpj_probe() first. */
 extern int	hpj_set_active(bool on);
 extern int	hpj_reset(int lg_sample);	/* lg_sample < 0 keeps the interval */
+/* Sampling was active before heapprof looked (prof_active:true): since when, in Unix microseconds. */
+extern void hpj_active_since(uint64_t since);
 extern int	hpj_dump(const char *path);
 extern int	hpj_thread_active(bool on, bool *was);
 /* Bytes this thread has allocated minus freed, ever (0 without jemalloc). */

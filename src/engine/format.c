@@ -19,6 +19,7 @@
 #define ALLOCATOR_PREFIX "%heapprof-allocator "
 #define BUILD_ID_PREFIX "%heapprof-build-id "
 #define FOLD_PREFIX "%heapprof-fold "
+#define COVERAGE_PREFIX "%heapprof-coverage "
 
 /* ---- writers ---- */
 
@@ -83,6 +84,14 @@ hp_format_identity(char *buf, size_t size, const hp_identity *id)
 						  (unsigned long long) id->allocator_base);
 	if (!put_line(buf, size, &len, line, n))
 		return len;
+	if (id->coverage.known)
+	{
+		n = (size_t) snprintf(line, sizeof(line), "%%heapprof-coverage %llx %llx\n",
+							  (unsigned long long) id->coverage.since,
+							  (unsigned long long) id->coverage.allocated);
+		if (!put_line(buf, size, &len, line, n))
+			return len;
+	}
 	for (size_t i = 0; i < id->nids && i < HP_MAX_OBJECTS; i++)
 	{
 		const hp_build_id *b = &id->ids[i];
@@ -235,6 +244,18 @@ hp_read_comment(hp_arena *a, const char *line, size_t len, hp_profile *out)
 	}
 	else if (starts_with(p, end, BUILD_ID_PREFIX))
 		read_build_id(a, p + strlen(BUILD_ID_PREFIX), end, out);
+	else if (starts_with(p, end, COVERAGE_PREFIX))
+	{
+		uint64_t	since;
+
+		p += strlen(COVERAGE_PREFIX);
+		if (hp_read_hex(&p, end, &since) && hp_read_hex(&p, end, &v))
+		{
+			out->coverage.known = true;
+			out->coverage.since = since;
+			out->coverage.allocated = v;
+		}
+	}
 	else if (starts_with(p, end, FOLD_PREFIX))
 	{
 		/* a value that does not parse ends the line: the ones before it count */

@@ -6,6 +6,8 @@
  *
  *   %heapprof v=1 pid=P owner=ROLE taken_at=T backend_type=TYPE   (stored profiles)
  *   %heapprof-allocator BASE          where the object defining mallctl is loaded
+ *   %heapprof-coverage SINCE ALLOCATED  sampling since (Unix microseconds, 0: none),
+ *                                     and the bytes the process had allocated
  *   %heapprof-build-id BIAS ID        one per loaded object with a GNU build-id
  *   %heapprof-fold START ...          run-time starts of nameless allocator functions
  *
@@ -33,6 +35,18 @@ typedef struct hp_build_id
 #define HP_MAX_OBJECTS 1024
 #define HP_MAX_FOLD_STARTS 32
 
+/*
+ * What a profile covers: jemalloc records only allocations made while
+ * sampling was active, so a report says since when, next to what the
+ * process held (jemalloc's stats.allocated) when it dumped.
+ */
+typedef struct hp_coverage
+{
+	bool		known;			/* the dumping process recorded it */
+	uint64_t	since;			/* Unix time in microseconds; 0: nothing sampled since start or reset */
+	uint64_t	allocated;
+} hp_coverage;
+
 /* What a process knows of itself when it dumps: for trusting files later. */
 typedef struct hp_identity
 {
@@ -41,10 +55,11 @@ typedef struct hp_identity
 	size_t		nids;
 	const uint64_t *fold_starts;	/* sorted */
 	size_t		nfold_starts;
+	hp_coverage coverage;
 } hp_identity;
 
 /* Room that hp_format_identity may need at most. */
-#define HP_IDENTITY_MAX (64 + HP_MAX_OBJECTS * 170 + 32 + HP_MAX_FOLD_STARTS * 17)
+#define HP_IDENTITY_MAX (64 + 64 + HP_MAX_OBJECTS * 170 + 32 + HP_MAX_FOLD_STARTS * 17)
 
 /* Who took a stored profile, and when. */
 typedef struct hp_meta

@@ -95,6 +95,8 @@ typedef struct hp_graph
 {
 	double		total;			/* every path, before focus / ignore (jeprof's Total) */
 	double		local_total;	/* sum of flat: what the report focuses on */
+	hp_coverage coverage;		/* the profile's; unknown for a diff */
+	double		profile_bytes;	/* every stack's bytes, whatever the measure */
 	hp_func    *funcs;
 	size_t		nfuncs;
 	hp_path    *paths;

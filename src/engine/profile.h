@@ -54,6 +54,7 @@ typedef struct hp_profile
 	uint64_t	allocator_base;
 	uint64_t   *fold_starts;
 	size_t		nfold_starts;
+	hp_coverage coverage;		/* unknown unless recorded */
 } hp_profile;
 
 /*

@@ -42,6 +42,14 @@ extern void hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_option
 extern void hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 							const hp_graph *g, const hp_options *o, hp_buf *out);
 
+/*
+ * What the profile covers, as one line without a newline: since when the
+ * process sampled, and the profile's bytes next to what the process had
+ * allocated.  False when the profile does not say (a raw jemalloc dump, a
+ * diff).
+ */
+extern bool hp_coverage_line(const hp_graph *g, char *buf, size_t len);
+
 /* Perl's %d of a double, as jeprof prints counts: truncated toward zero, clamped, NaN = 0. */
 extern long long hp_whole(double v);
 

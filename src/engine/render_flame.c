@@ -242,6 +242,7 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 	double		scale;
 	int			height;
 	const char *unit = o->measure == HP_INUSE_OBJECTS ? "objects" : "bytes";
+	char		cov[160];
 	uint32_t   *stack;
 	size_t		scap;
 	double	   *self;
@@ -297,8 +298,11 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 				  WIDTH / 2);
 	xml_text(out, title, 300);
 	hp_buf_printf(out, "</text>\n<text x=\"%d\" y=\"44\" text-anchor=\"middle\" style=\"fill:#555\">"
-				  "%s%.0f %s%s</text>\n", WIDTH / 2, diff ? "growth against the base; widths: now " : "total ",
+				  "%s%.0f %s%s", WIDTH / 2, diff ? "growth against the base; widths: now " : "total ",
 				  total, unit, diff ? " (red grew, blue shrank)" : "");
+	if (hp_coverage_line(g, cov, sizeof(cov)))
+		hp_buf_printf(out, ". %s", cov);
+	hp_buf_printf(out, "</text>\n");
 	hp_buf_printf(out, "<text id=\"unzoom\" class=\"b\" x=\"%d\" y=\"24\" style=\"opacity:0\" "
 				  "onclick=\"unzoom()\">Reset Zoom</text>\n", PAD_SIDE);
 	hp_buf_printf(out, "<text class=\"b\" x=\"%d\" y=\"24\" text-anchor=\"end\" onclick=\"search()\">"

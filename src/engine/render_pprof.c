@@ -21,7 +21,7 @@ enum
 {
 	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3,
 	PROFILE_LOCATION = 4, PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6,
-	PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12, PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+	PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12, PROFILE_COMMENT = 13, PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 	VALUETYPE_TYPE = 1, VALUETYPE_UNIT = 2,
 	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2,
 	MAPPING_ID = 1, MAPPING_START = 2, MAPPING_LIMIT = 3, MAPPING_OFFSET = 4,
@@ -158,6 +158,7 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 	z_stream	z;
 	size_t		cap;
 	int			rc;
+	char		cov[160];
 
 	hp_buf_init(&pb, a);
 	hp_map_init(&st.map, a);
@@ -170,6 +171,9 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 	put_int(&pb, PROFILE_PERIOD, (int64_t) p->rate);
 	put_int(&pb, PROFILE_DEFAULT_SAMPLE_TYPE,
 			string_index(&st, o->measure == HP_INUSE_OBJECTS ? "inuse_objects" : "inuse_space"));
+	/* go tool pprof -comments shows it */
+	if (hp_coverage_line(g, cov, sizeof(cov)))
+		put_int(&pb, PROFILE_COMMENT, string_index(&st, cov));
 
 	/* each function: the first of the profile's addresses that names it */
 	for (size_t i = 0; i < pl->npcs; i++)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 long long
 hp_whole(double v)
@@ -50,6 +51,26 @@ hp_percent(double n, double total, char *buf, size_t len)
 		snprintf(buf, len, "%.1f%%", n * 100.0 / total);
 	else
 		snprintf(buf, len, "%s", n == 0 ? "nan" : n > 0 ? "+inf" : "-inf");
+}
+
+bool
+hp_coverage_line(const hp_graph *g, char *buf, size_t len)
+{
+	const hp_coverage *c = &g->coverage;
+	double		pct = c->allocated > 0 ? g->profile_bytes * 100.0 / (double) c->allocated : 0;
+	char		when[64];
+	time_t		t = (time_t) (c->since / 1000000);
+	struct tm	tm;
+
+	if (!c->known)
+		return false;
+	if (c->since == 0 || gmtime_r(&t, &tm) == NULL)
+		snprintf(when, sizeof(when), "Not sampled since the process started or was reset");
+	else
+		strftime(when, sizeof(when), "Sampled since %Y-%m-%d %H:%M:%S UTC", &tm);
+	snprintf(buf, len, "%s: %.1f MB of the %.1f MB allocated (%.0f%%)", when,
+			 g->profile_bytes / 1048576.0, (double) c->allocated / 1048576.0, pct);
+	return true;
 }
 
 static int
@@ -99,11 +120,14 @@ hp_render_text(hp_arena *a, const hp_graph *g, const hp_options *o, size_t limit
 	hp_row	   *rows;
 	size_t		n = hp_top(a, g, limit, &rows);
 	char		v1[64], v2[64], p1[32], p2[32], p3[32];
+	char		cov[160];
 
 	if (g->total != 0)
 	{
 		unparse(o, g->total, v1, sizeof(v1));
 		hp_buf_printf(out, "Total: %s %s\n", v1, units(o));
+		if (hp_coverage_line(g, cov, sizeof(cov)))
+			hp_buf_printf(out, "%s\n", cov);
 	}
 	for (size_t i = 0; i < n; i++)
 	{
@@ -204,6 +228,7 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 	uint32_t   *indeg;
 	uint32_t   *outdeg;
 	char		v1[64], v2[64], p1[32];
+	char		cov[160];
 
 	for (size_t f = 0; f < g->nfuncs; f++)
 		if (g->funcs[f].seen)
@@ -222,6 +247,11 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 	hp_buf_printf(out, "Legend [shape=box,fontsize=24,shape=plaintext,label=\"");
 	dot_quoted(out, o->program);
 	hp_buf_printf(out, "\\lTotal %s: %s\\l", units(o), v1);
+	if (g->total != 0 && hp_coverage_line(g, cov, sizeof(cov)))
+	{
+		dot_quoted(out, cov);
+		hp_buf_printf(out, "\\l");
+	}
 	unparse(o, L, v1, sizeof(v1));
 	hp_buf_printf(out, "Focusing on: %s\\l", v1);
 	unparse(o, nodelimit, v1, sizeof(v1));

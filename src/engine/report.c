@@ -39,6 +39,12 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 		hp_symbolize_profile(a, s, &old, &old_located);
 	hp_build_graph(a, &r->profile, &r->located, base ? &old : NULL,
 				   base ? &old_located : NULL, o, &r->graph);
+	if (!base)
+	{
+		r->graph.coverage = r->profile.coverage;
+		for (size_t i = 0; i < r->profile.nsamples; i++)
+			r->graph.profile_bytes += r->profile.samples[i].bytes;
+	}
 
 	switch (kind)
 	{

@@ -211,6 +211,12 @@ hpg_analysis_end(hp_result *r)
 }
 
 int64
+hpg_symbolizer_bytes(void)
+{
+	return symbolizer ? symbolizer_bytes : 0;
+}
+
+int64
 hpg_forget_symbols(void)
 {
 	return symbolizer ? drop_symbolizer() : 0;

@@ -26,6 +26,9 @@ extern void hpg_analysis_end(hp_result *r);
 /* Total bytes and stacks of a stored profile; -1 when it cannot be read. */
 extern void hpg_summarize(const char *text, int len, int64 *bytes, int64 *stacks);
 
+/* What the symbol caches hold now: heapprof's, never in a profile. */
+extern int64 hpg_symbolizer_bytes(void);
+
 /* Drop the symbol caches; returns the bytes freed. */
 extern int64 hpg_forget_symbols(void);
 

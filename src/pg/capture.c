@@ -20,6 +20,7 @@
 
 #include "miscadmin.h"
 
+#include "analysis.h"
 #include "compat.h"
 #include "capture.h"
 #include "errors.h"
@@ -104,12 +105,18 @@ hpg_identity_text(char *buf, size_t size)
 	static hp_build_id all[HP_MAX_OBJECTS];
 	id_list		list = {all, 0};
 	hp_identity id = {0};
+	hpj_status	st;
 
 	dl_iterate_phdr(add_build_id, &list);
 	id.allocator_base = hpj_library_base();
 	id.ids = all;
 	id.nids = list.n;
 	id.fold_starts = hpg_fold_starts(&id.nfold_starts);
+	hpj_get_status(&st);
+	id.coverage.known = st.have_stats;
+	id.coverage.since = st.sampling_since;
+	/* heapprof's own caches are never sampled: not what the profile misses */
+	id.coverage.allocated = st.allocated - Min(st.allocated, (uint64) Max(hpg_symbolizer_bytes(), 0));
 	return hp_format_identity(buf, size, &id);
 }
 

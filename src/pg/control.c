@@ -38,8 +38,8 @@ heapprof_status(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	hpj_status	st;
 	char		version[64];
-	Datum		values[10];
-	bool		nulls[10] = {0};
+	Datum		values[11];
+	bool		nulls[11] = {0};
 	const char *hint;
 	hpg_proc	p = PROC_ARG(0);
 
@@ -66,10 +66,12 @@ heapprof_status(PG_FUNCTION_ARGS)
 	values[7] = Int64GetDatum((int64) st.active_bytes);
 	values[8] = Int64GetDatum((int64) st.resident);
 	nulls[6] = nulls[7] = nulls[8] = !st.have_stats;
+	values[9] = TimestampTzGetDatum(HPG_TIMESTAMP_OF_UNIX(st.sampling_since));
+	nulls[9] = st.sampling_since == 0;
 	if (hint)
-		values[9] = CStringGetTextDatum(hint);
+		values[10] = CStringGetTextDatum(hint);
 	else
-		nulls[9] = true;
+		nulls[10] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -152,8 +154,8 @@ heapprof_backends(PG_FUNCTION_ARGS)
 	{
 		LocalPgBackendStatus *local = hpg_local_beentry(i);
 		PgBackendStatus *be = local ? &local->backendStatus : NULL;
-		Datum		values[7];
-		bool		nulls[7] = {0};
+		Datum		values[8];
+		bool		nulls[8] = {0};
 		PGPROC	   *proc;
 		char	   *user;
 		const char *state;
@@ -175,7 +177,7 @@ heapprof_backends(PG_FUNCTION_ARGS)
 		state = state_name(be->st_state);
 		values[4] = state ? CStringGetTextDatum(state) : (Datum) 0;
 		nulls[4] = state == NULL;
-		nulls[5] = nulls[6] = true;
+		nulls[5] = nulls[6] = nulls[7] = true;
 		if (hpg_shmem)
 		{
 			hpg_published p = {0};
@@ -192,6 +194,8 @@ heapprof_backends(PG_FUNCTION_ARGS)
 				nulls[5] = false;
 				values[6] = Int64GetDatum(p.allocated);
 				nulls[6] = p.allocated < 0;
+				values[7] = TimestampTzGetDatum(HPG_TIMESTAMP_OF_UNIX(p.sampling_since));
+				nulls[7] = p.sampling_since == 0;
 			}
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -20,11 +20,13 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "analysis.h"
 #include "exitdump.h"
 #include "fold.h"
 #include "jemalloc.h"
+#include "process.h"
 #include "request.h"
 #include "shmem.h"
 #include "snapshots.h"
@@ -78,6 +80,8 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("heapprof");
 	hpg_fold_init();
+	/* started with prof_active:true: the postmaster has sampled since it started */
+	hpj_active_since(HPG_UNIX_OF_TIMESTAMP(PgStartTime ? PgStartTime : GetCurrentTimestamp()));
 
 	if (process_shared_preload_libraries_in_progress)
 	{

@@ -20,6 +20,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "analysis.h"
 #include "args.h"
@@ -81,6 +82,35 @@ notice_if_empty(const hp_result *r, const hpg_report_args *a)
 }
 
 /*
+ * jemalloc records only what is allocated while sampling is active: say so
+ * when the profile holds much less than its process had allocated (a
+ * quarter missing, and at least PARTIAL_MIN_BYTES: more than a backend
+ * usually holds before anyone enables it), so that nobody takes it for the
+ * whole heap.
+ */
+#define PARTIAL_MIN_BYTES (32.0 * 1024 * 1024)
+
+static void
+notice_if_partial(const hp_result *r)
+{
+	const hp_coverage *c = &r->graph.coverage;
+	double		allocated = (double) c->allocated;
+	double		held = r->graph.profile_bytes;
+
+	if (!c->known || r->graph.npaths == 0 || allocated - held < PARTIAL_MIN_BYTES ||
+		held > 0.75 * allocated)
+		return;
+	ereport(NOTICE,
+			(errmsg("the heap profile holds %.1f MB of the %.1f MB its process had allocated",
+					held / 1048576.0, allocated / 1048576.0),
+			 c->since ?
+			 errdetail("jemalloc records only allocations made while sampling is active, here since %s.",
+					   timestamptz_to_str(HPG_TIMESTAMP_OF_UNIX(c->since))) :
+			 errdetail("jemalloc records only allocations made while sampling is active."),
+			 errhint("To see what a process allocates from its start, set heapprof.enable_at_start = on for new sessions, or start the server with MALLOC_CONF=prof:true,prof_active:true.")));
+}
+
+/*
  * Run the engine on the profile the arguments name and hand the result to
  * emit, which fills the function's tuplestore; without emit, the report's
  * text is returned as one value (a varlena: text or bytea) instead.
@@ -118,6 +148,7 @@ run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit)
 		hpg_profile_by_name(a.base, &base);
 	r = hpg_analyze(&dump, a.base ? &base : NULL, &a.o, kind, a.limit);
 	notice_if_empty(r, &a);
+	notice_if_partial(r);
 	if (emit)
 		emit(fcinfo, r);
 	else

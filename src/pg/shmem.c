@@ -110,6 +110,7 @@ hpg_publish_state(void)
 		p->pid = MyProcPid;
 		p->active = st.active;
 		p->allocated = st.have_stats ? (int64) st.allocated : -1;
+		p->sampling_since = st.sampling_since;
 	}
 	SpinLockRelease(&hpg_shmem->mutex);
 }

@@ -66,6 +66,7 @@ typedef struct hpg_published
 	int			pid;
 	bool		active;
 	int64		allocated;
+	uint64		sampling_since;	/* as hpj_status has it */
 	int			rung_pid;
 	uint32		rings;
 } hpg_published;

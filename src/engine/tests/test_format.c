@@ -52,7 +52,8 @@ test_identity(void)
 	hp_build_id ids[3] = {{0}};
 	uint64_t	starts[] = {0x7000, 0x5000, 0x6000, 0x5000};
 	hp_identity id = {.allocator_base = 0x7f00deadb000ULL, .ids = ids, .nids = 3,
-	.fold_starts = starts, .nfold_starts = 4};
+	.fold_starts = starts, .nfold_starts = 4,
+	.coverage = {true, 0x660f055503000ULL, 0x4000000}};
 	char		full[HP_IDENTITY_MAX];
 	size_t		len;
 	t_env		env;
@@ -72,7 +73,8 @@ test_identity(void)
 	memset(ids[2].id, 0xab, 64);
 	len = hp_format_identity(full, sizeof(full), &id);
 	T_CHECK("identity written", len == strlen(full) && strncmp(full, "%heapprof-allocator 7f00deadb000\n"
-																"%heapprof-build-id 400000 000d1a", 64) == 0 &&
+																"%heapprof-coverage 660f055503000 4000000\n"
+																"%heapprof-build-id 400000 000d1a", 106) == 0 &&
 			strstr(full, "\n%heapprof-fold 5000 6000 7000\n") != NULL, "\"%s\"", full);
 
 	t_env_init(&env);
@@ -82,6 +84,7 @@ test_identity(void)
 			p.allocator_base == id.allocator_base && p.nids == 2 &&
 			p.ids[0].bias == 0x400000 && p.ids[0].len == 20 && memcmp(p.ids[0].id, ids[0].id, 20) == 0 &&
 			p.ids[1].len == 64 && memcmp(p.ids[1].id, ids[2].id, 64) == 0 &&
+			p.coverage.known && p.coverage.since == 0x660f055503000ULL && p.coverage.allocated == 0x4000000 &&
 			p.nfold_starts == 3 && p.fold_starts[0] == 0x5000 && p.fold_starts[2] == 0x7000,
 			"%zu ids, %zu starts", p.nids, p.nfold_starts);
 	hp_arena_free(&a);

@@ -10,6 +10,7 @@
 
 static const char dump[] =
 	"%heapprof-allocator 0\n"
+	"%heapprof-coverage 660f055503000 4000000\n"
 	"heap_v2/524288\n"
 	"  t*: 40: 9000000 [0: 0]\n"
 	"@ 0x401000 0x402001 0x403001 0x404001\n"
