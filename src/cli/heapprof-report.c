@@ -42,7 +42,9 @@ usage(FILE *f)
 			"  --nodefraction=F   dot: hide nodes below F of the total (default 0.005)\n"
 			"  --edgefraction=F   dot: hide edges below F of the total (default 0.001)\n"
 			"  --program=NAME     program name in dot titles (default: the dump's file name)\n"
-			"  --fold_postgres    charge memory to callers of PostgreSQL's palloc & co.\n"
+			"  --nofold           keep PostgreSQL's allocator frames (palloc & co.); by\n"
+			"                     default (--fold) memory is charged to their callers,\n"
+			"                     as in SQL\n"
 			"  --stats            also print, to stderr, cold and warm analysis times,\n"
 			"                     distinct addresses and symbol index memory\n"
 			"  --help             show this help, then exit\n");
@@ -239,7 +241,8 @@ main(int argc, char **argv)
 		{"edgefraction", required_argument, NULL, 'E'},
 		{"program", required_argument, NULL, 'p'},
 		{"stats", no_argument, NULL, 's'},
-		{"fold_postgres", no_argument, NULL, 'F'},
+		{"fold", no_argument, NULL, 'F'},
+		{"nofold", no_argument, NULL, 'U'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -264,6 +267,9 @@ main(int argc, char **argv)
 	hp_arena	arena;
 	hp_result	r;
 
+	/* SQL's default: charge memory to the callers of PostgreSQL's allocator */
+	o.fold = true;
+	o.fold_names = hp_postgres_allocator;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1)
 	{
 		switch (c)
@@ -333,6 +339,10 @@ main(int argc, char **argv)
 			case 'F':
 				o.fold = true;
 				o.fold_names = hp_postgres_allocator;
+				break;
+			case 'U':
+				o.fold = false;
+				o.fold_names = NULL;
 				break;
 			case 'h':
 				usage(stdout);

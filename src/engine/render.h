@@ -14,12 +14,15 @@ typedef struct hp_row
 {
 	const hp_func *func;
 	double		flat;
+	long long	whole_flat;		/* flat as a whole number: the rows add up (hp_wholes) */
 	double		running;		/* flat of this row and every row above it */
 	double		cum;
 } hp_row;
 
 /* Functions by flat desc, name asc (jeprof --text order); at most limit rows. */
 extern size_t hp_top(hp_arena *a, const hp_graph *g, size_t limit, hp_row **rows);
+/* cum as a whole number, not below whole_flat where both grow (each within 1 of its value) */
+extern long long hp_whole_cum(const hp_row *r);
 
 extern void hp_render_text(hp_arena *a, const hp_graph *g, const hp_options *o,
 						   size_t limit, hp_buf *out);
@@ -49,6 +52,20 @@ extern void hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *
  * diff).
  */
 extern bool hp_coverage_line(const hp_graph *g, char *buf, size_t len);
+
+/*
+ * Whole numbers that add up: each value of a sequence becomes the whole part
+ * of the running sum less what came before it, so it is within 1 of its own
+ * value and the values so far sum to the whole part of their sum -- the
+ * Total a report prints -- instead of falling short by up to 1 a row.
+ */
+typedef struct hp_wholes
+{
+	double		sum;
+	long long	printed;
+} hp_wholes;
+
+extern long long hp_whole_next(hp_wholes *w, double v);
 
 /* Perl's %d of a double, as jeprof prints counts: truncated toward zero, clamped, NaN = 0. */
 extern long long hp_whole(double v);

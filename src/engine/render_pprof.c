@@ -159,6 +159,8 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 	size_t		cap;
 	int			rc;
 	char		cov[160];
+	hp_wholes	objs = {0};
+	hp_wholes	bytes = {0};
 
 	hp_buf_init(&pb, a);
 	hp_map_init(&st.map, a);
@@ -256,8 +258,8 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 		for (uint32_t j = 0; j < path->nframes; j++)
 			put_varint(&ids, path->frames[j] + 1);
 		hp_buf_init(&vals, a);
-		put_varint(&vals, (uint64_t) hp_whole(path->objs));
-		put_varint(&vals, (uint64_t) hp_whole(path->bytes));
+		put_varint(&vals, (uint64_t) hp_whole_next(&objs, path->objs));
+		put_varint(&vals, (uint64_t) hp_whole_next(&bytes, path->bytes));
 		hp_buf_init(&msg, a);
 		put_message(&msg, SAMPLE_LOCATION_ID, &ids);	/* packed */
 		put_message(&msg, SAMPLE_VALUE, &vals);

@@ -27,6 +27,24 @@ hp_whole(double v)
 	return (long long) v;
 }
 
+long long
+hp_whole_next(hp_wholes *w, double v)
+{
+	long long	before = w->printed;
+
+	w->sum += v;
+	w->printed = hp_whole(w->sum);
+	return w->printed - before;
+}
+
+long long
+hp_whole_cum(const hp_row *r)
+{
+	long long	cum = hp_whole(r->cum);
+
+	return r->flat >= 0 && r->cum >= 0 && cum < r->whole_flat ? r->whole_flat : cum;
+}
+
 static void
 unparse(const hp_options *o, double v, char *buf, size_t len)
 {
@@ -91,6 +109,7 @@ hp_top(hp_arena *a, const hp_graph *g, size_t limit, hp_row **rows)
 	size_t		n = 0;
 	size_t		out = 0;
 	double		running = 0;
+	hp_wholes	wholes = {0};
 
 	for (size_t f = 0; f < g->nfuncs; f++)
 		if (g->funcs[f].seen)
@@ -105,6 +124,7 @@ hp_top(hp_arena *a, const hp_graph *g, size_t limit, hp_row **rows)
 	for (size_t i = 0; i < n && out < limit; i++)
 	{
 		running += r[i].flat;
+		r[i].whole_flat = hp_whole_next(&wholes, r[i].flat);
 		if (r[i].flat == 0 && r[i].cum == 0)
 			continue;
 		r[i].running = running;
@@ -132,8 +152,14 @@ hp_render_text(hp_arena *a, const hp_graph *g, const hp_options *o, size_t limit
 	for (size_t i = 0; i < n; i++)
 	{
 		hp_work(a->env, 1);
-		unparse(o, rows[i].flat, v1, sizeof(v1));
-		unparse(o, rows[i].cum, v2, sizeof(v2));
+		if (o->measure == HP_INUSE_OBJECTS || o->show_bytes)
+			snprintf(v1, sizeof(v1), "%lld", rows[i].whole_flat);
+		else
+			unparse(o, rows[i].flat, v1, sizeof(v1));
+		if (o->measure == HP_INUSE_OBJECTS || o->show_bytes)
+			snprintf(v2, sizeof(v2), "%lld", hp_whole_cum(&rows[i]));
+		else
+			unparse(o, rows[i].cum, v2, sizeof(v2));
 		hp_percent(rows[i].flat, g->local_total, p1, sizeof(p1));
 		hp_percent(rows[i].running, g->local_total, p2, sizeof(p2));
 		hp_percent(rows[i].cum, g->local_total, p3, sizeof(p3));
@@ -353,6 +379,7 @@ void
 hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out)
 {
 	const hp_path **order = hp_alloc(a, (g->npaths ? g->npaths : 1) * sizeof(*order));
+	hp_wholes	wholes = {0};
 
 	for (size_t k = 0; k < g->npaths; k++)
 		order[k] = &g->paths[k];
@@ -391,6 +418,6 @@ hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out)
 			if (j > 0)
 				hp_buf_append(out, ";", 1);
 		}
-		hp_buf_printf(out, " %lld\n", hp_whole(path->value));
+		hp_buf_printf(out, " %lld\n", hp_whole_next(&wholes, path->value));
 	}
 }

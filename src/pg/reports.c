@@ -236,10 +236,10 @@ emit_top(FunctionCallInfo fcinfo, const hp_result *r)
 		bool		nulls[8] = {0};
 
 		values[0] = Int32GetDatum((int32) (i + 1));
-		values[1] = Int64GetDatum(hp_whole(row->flat));
+		values[1] = Int64GetDatum(row->whole_flat);
 		values[2] = pct_datum(row->flat, total, &nulls[2]);
 		values[3] = pct_datum(row->running, total, &nulls[3]);
-		values[4] = Int64GetDatum(hp_whole(row->cum));
+		values[4] = Int64GetDatum(hp_whole_cum(row));
 		values[5] = pct_datum(row->cum, total, &nulls[5]);
 		values[6] = SafeTextDatum(row->func->name);
 		if (row->func->location)
@@ -255,6 +255,8 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const hp_graph *g = &r->graph;
+	hp_wholes	bytes = {0};
+	hp_wholes	objs = {0};
 
 	for (size_t k = 0; k < g->npaths; k++)
 	{
@@ -266,8 +268,9 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r)
 		CHECK_FOR_INTERRUPTS();
 		for (uint32 j = 0; j < path->nframes; j++)
 			frames[j] = SafeTextDatum(g->funcs[path->frames[j]].name);
-		values[0] = Int64GetDatum(hp_whole(path->bytes));
-		values[1] = Int64GetDatum(hp_whole(path->objs));
+		/* the rows add up to the Total of the text report */
+		values[0] = Int64GetDatum(hp_whole_next(&bytes, path->bytes));
+		values[1] = Int64GetDatum(hp_whole_next(&objs, path->objs));
 		values[2] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		pfree(frames);

@@ -4,7 +4,8 @@
  * base.  The maps section is empty, so the symbolizer (the real one) names
  * every frame by its address: deterministic on any machine.  The numbers
  * of the text and collapsed goldens are jeprof's on the same dump (jeprof
- * pads the addresses with zeros).
+ * pads the addresses with zeros), but for whole-number rows, which add up to
+ * the Total here (each within 1 of jeprof's).
  */
 #include "test.h"
 
@@ -87,6 +88,44 @@ golden(const char *name, const char *file, const hp_options *o, hp_report_kind k
 	hp_arena_free(&a);
 }
 
+/* Whole-number rows add up to the printed Total (hp_wholes), with and without a base. */
+static void
+sums(const char *name, bool with_base)
+{
+	hp_options	o = HP_OPTIONS_DEFAULT;
+	hp_arena	a;
+	hp_result	r;
+	job			j = {&o, HP_REPORT_COLLAPSED, with_base, &a, &r};
+	long long	lines = 0;
+	long long	rows = 0;
+	long long	total;
+
+	hp_arena_init(&a, &env.env);
+	if (t_run(&env, analyze, &j) != 0)
+	{
+		t_fail(name, "%s", env.message);
+		hp_arena_free(&a);
+		return;
+	}
+	total = hp_whole(r.graph.total);
+	for (const char *p = r.text.data; p && p < r.text.data + r.text.len;)
+	{
+		const char *nl = memchr(p, '\n', (size_t) (r.text.data + r.text.len - p));
+		const char *sp = p;
+
+		for (const char *q = p; q < nl; q++)
+			if (*q == ' ')
+				sp = q;
+		lines += strtoll(sp, NULL, 10);
+		p = nl + 1;
+	}
+	r.nrows = hp_top(&a, &r.graph, SIZE_MAX, &r.rows);
+	for (size_t i = 0; i < r.nrows; i++)
+		rows += r.rows[i].whole_flat;
+	T_CHECK(name, lines == total && rows == total, "collapsed %lld, top %lld, Total %lld", lines, rows, total);
+	hp_arena_free(&a);
+}
+
 int
 main(void)
 {
@@ -111,6 +150,8 @@ main(void)
 	o.nodecount = 4;
 	o.edgefraction = 0.2;
 	golden("render dot, bytes, 4 nodes", "render_dot_bytes.dot", &o, HP_REPORT_DOT, false);
+	sums("rows and lines add up to the Total", false);
+	sums("rows and lines add up to the Total of a diff", true);
 	hp_symbolizer_free(symbolizer);
 	T_CHECK("render frees what it took", env.allocs == 0, "%ld blocks live", env.allocs);
 	return t_exit();
