@@ -60,8 +60,8 @@ RESET heapprof.request_timeout;
 SELECT * FROM dblink_get_result('target') AS t(r text);
 SELECT * FROM dblink_get_result('target') AS t(r text);
 
--- a target that exits while the request waits
-SELECT dblink_send_query('target', 'SELECT heapprof_test_spin(1)');
+-- a target that exits while the request waits (its spin outlasts a slow killer)
+SELECT dblink_send_query('target', 'SELECT heapprof_test_spin(3)');
 SELECT dblink_connect('killer', :'conn' || ' user=postgres');
 SELECT dblink_send_query('killer', format('SELECT pg_sleep(0.2), pg_terminate_backend(%s)', :target_pid));
 SELECT regexp_replace(heapprof_test_error(format('SELECT heapprof_status(pid => %s)', :target_pid)),
