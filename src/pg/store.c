@@ -128,6 +128,19 @@ hpg_store_put_row(ReturnSetInfo *rsinfo, const char *name, const char *text, int
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+/* Length of the profile name a directory entry holds ("NAME.heap"), or 0 if none. */
+static size_t
+profile_name_length(const char *fname)
+{
+	size_t		n = strlen(fname);
+	size_t		suffix = strlen(HPG_SUFFIX);
+
+	if (fname[0] == '.' || n <= suffix || n - suffix > HPG_MAX_NAME ||
+		strcmp(fname + n - suffix, HPG_SUFFIX) != 0)
+		return 0;
+	return n - suffix;
+}
+
 void
 hpg_store_usage(const char *dir, int64 *count, int64 *bytes)
 {
@@ -139,13 +152,11 @@ hpg_store_usage(const char *dir, int64 *count, int64 *bytes)
 		return;
 	while ((de = ReadDir(d, dir)) != NULL)
 	{
-		size_t		n = strlen(de->d_name);
 		char		path[MAXPGPATH];
 		struct stat st;
 
 		CHECK_FOR_INTERRUPTS();
-		if (de->d_name[0] == '.' || n <= strlen(HPG_SUFFIX) ||
-			strcmp(de->d_name + n - strlen(HPG_SUFFIX), HPG_SUFFIX) != 0)
+		if (profile_name_length(de->d_name) == 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
@@ -167,18 +178,16 @@ hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps, bool (*skip) 
 		return;
 	while ((de = ReadDir(d, dir)) != NULL)
 	{
-		size_t		n = strlen(de->d_name);
-		size_t		suffix = strlen(HPG_SUFFIX);
+		size_t		n = profile_name_length(de->d_name);
 		char		name[HPG_MAX_NAME + 1];
 		char		path[MAXPGPATH];
 		StringInfoData prof;
 
 		CHECK_FOR_INTERRUPTS();
-		if (de->d_name[0] == '.' || n <= suffix || n - suffix > HPG_MAX_NAME ||
-			strcmp(de->d_name + n - suffix, HPG_SUFFIX) != 0)
+		if (n == 0)
 			continue;
-		memcpy(name, de->d_name, n - suffix);
-		name[n - suffix] = '\0';
+		memcpy(name, de->d_name, n);
+		name[n] = '\0';
 		if (skip && skip(name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
