@@ -106,6 +106,18 @@ mv "$w/lib/hpt.so" "$w/hpt.so.away"
 msx=$(report remote_exe DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache2")
 same remote_exe local
 mv "$w/hpt.so.away" "$w/lib/hpt.so"
+# pg_heapprof --client-symbols: a live backend's profile, named here
+psql -X -q -At -d postgres -v ON_ERROR_STOP=1 -c "SELECT heapprof_enable()" -c "SELECT hp_dbgd.hold(4 * 1048576, 1048576)" \
+	-c "SELECT pg_backend_pid()" -c "SELECT pg_sleep(60)" >"$w/bg.out" 2>&1 &
+bg=$!
+for _ in $(seq 100); do [ "$(wc -l <"$w/bg.out")" -ge 3 ] && break; sleep 0.1; done
+pid=$(sed -n 3p "$w/bg.out")
+DEBUGINFOD_URLS=$url DEBUGINFOD_CACHE_PATH=$w/cache5 ./pg_heapprof -d postgres --client-symbols --report text \
+	--pid "$pid" >"$w/client.txt" 2>"$w/client.err" || { echo "pg_heapprof --client-symbols failed:"; cat "$w/client.err"; exit 1; }
+psql -X -q -At -d postgres -c "SELECT pg_terminate_backend($pid)" >/dev/null
+wait "$bg" 2>/dev/null || true
+grep -q "hpt_leaf_alloc" "$w/client.txt" && ! grep -q "hpt.so+0x" "$w/client.txt" ||
+	{ echo "pg_heapprof --client-symbols did not name the module:"; cat "$w/client.txt" "$w/client.err"; exit 1; }
 # the cache answers without the server
 kill -STOP "$dpid"
 msc=$(report cached DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache1")
@@ -127,4 +139,4 @@ grep -q "debuginfod ($url) gave no .* asking it no more" "$w/down.err" ||
 head -n 1 "$w/down.err" | sed 's/^/  /'
 
 n=$(grep -c "hpt" "$w/local.sym")
-echo "debuginfod: $n module frames named as by the local debug file; fetched in $ms ms (debug info), $msx ms (executable too), cached $msc ms; frozen server $msf ms, stopped $msd ms, stripped labels and one message"
+echo "debuginfod: $n module frames named as by the local debug file (also by pg_heapprof --client-symbols); fetched in $ms ms (debug info), $msx ms (executable too), cached $msc ms; frozen server $msf ms, stopped $msd ms, stripped labels and one message"
