@@ -96,7 +96,8 @@ find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 	int			got;
 
 	if (ix == NULL || ix->s->fetcher.executable == NULL ||
-		(want = recorded_id(ix->s, base)) == NULL || (fd >= 0 && *elfp == NULL && file_is(fd, want)))
+		(want = recorded_id(ix->s, base)) == NULL || want->len == 0 ||
+		(fd >= 0 && *elfp == NULL && file_is(fd, want)))
 		return fd;
 	got = ix->s->fetcher.executable(ix->s->fetcher.arg, want->id, want->len, &path);
 	if (got < 0)
