@@ -41,19 +41,19 @@ endif
 
 # PGXS tracks no header dependencies; a changed struct must rebuild its users.
 HEADERS_ALL = $(wildcard $(srcdir)/src/*.h $(srcdir)/src/engine/*.h $(srcdir)/src/pg/*.h)
-$(OBJS) src/cli/heapprof-report.o: $(HEADERS_ALL)
+$(OBJS) src/cli/heapprof-report.o src/cli/fetch.o: $(HEADERS_ALL) $(srcdir)/src/cli/fetch.h
 
 # heapprof-report: the engine as an offline command (same objects, no server).
 REPORT = heapprof-report
 all: $(REPORT)
-$(REPORT): src/cli/heapprof-report.o src/fold_names.o $(ENGINE_OBJS)
-	$(CC) $(CFLAGS) $^ $(LDFLAGS) -ldw -lelf -lz -lm -o $@
+$(REPORT): src/cli/heapprof-report.o src/cli/fetch.o src/fold_names.o $(ENGINE_OBJS)
+	$(CC) $(CFLAGS) $^ $(LDFLAGS) -ldw -lelf -lz -lm -ldl -o $@
 
 # pg_heapprof: the libpq client.
 CLIENT = pg_heapprof
 all: $(CLIENT)
-$(CLIENT): src/cli/pg_heapprof.c
-	$(CC) $(CFLAGS) -I$(includedir) $< $(LDFLAGS) -L$(libdir) -lpq -o $@
+$(CLIENT): src/cli/pg_heapprof.c src/cli/client_report.c src/cli/client_report.h
+	$(CC) $(CFLAGS) -I$(includedir) $(filter %.c,$^) $(LDFLAGS) -L$(libdir) -lpq -o $@
 
 install: install-report
 install-report: $(REPORT) $(CLIENT)
@@ -62,7 +62,7 @@ install-report: $(REPORT) $(CLIENT)
 uninstall: uninstall-report
 uninstall-report:
 	rm -f '$(DESTDIR)$(bindir)/$(REPORT)' '$(DESTDIR)$(bindir)/$(CLIENT)'
-EXTRA_CLEAN = $(REPORT) $(CLIENT) src/cli/heapprof-report.o src/engine/build
+EXTRA_CLEAN = $(REPORT) $(CLIENT) src/cli/heapprof-report.o src/cli/fetch.o src/engine/build
 .PHONY: install-report uninstall-report check-ubsan
 
 # The regression suite over an UndefinedBehaviorSanitizer build (see the test).

@@ -20,12 +20,21 @@ CREATE TYPE @extschema@.heapprof_status_row AS (
     active_bytes bigint,
     resident_bytes bigint,
     sampling_since timestamptz,
+    missing_debug_info text[],
     hint text);
 
 CREATE FUNCTION @extschema@.heapprof_status(pid integer DEFAULT NULL)
 RETURNS @extschema@.heapprof_status_row
 AS 'MODULE_PATHNAME', 'heapprof_status'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+-- postgres and the libraries loaded from its pkglibdir (in this backend):
+-- whether their debug info is on this machine, or where it would be.
+CREATE FUNCTION @extschema@.heapprof_objects(
+    OUT object text, OUT build_id text, OUT debug_info boolean, OUT debug_file text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'heapprof_objects'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 CREATE FUNCTION @extschema@.heapprof_enable(pid integer DEFAULT NULL)
 RETURNS boolean
@@ -199,6 +208,13 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'heapprof_dump_raw'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
+-- The raw dump after heapprof's "%" lines (build-ids of the loaded objects):
+-- what heapprof-report needs to name it on another machine.
+CREATE FUNCTION @extschema@.heapprof_dump_portable(pid integer DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'heapprof_dump_portable'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
 -- Drop this backend's symbol caches (they are rebuilt on the next report).
 CREATE FUNCTION @extschema@.heapprof_forget_symbols()
 RETURNS bigint
@@ -251,6 +267,7 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
 REVOKE ALL ON FUNCTION
     @extschema@.heapprof_status(integer),
+    @extschema@.heapprof_objects(),
     @extschema@.heapprof_enable(integer),
     @extschema@.heapprof_disable(integer),
     @extschema@.heapprof_reset(bigint, integer),
@@ -264,6 +281,7 @@ REVOKE ALL ON FUNCTION
     @extschema@.heapprof_dump_flamegraph(boolean, text, text, boolean, text, boolean, text, integer, text),
     @extschema@.heapprof_dump_pprof(boolean, text, text, boolean, text, boolean, text, integer),
     @extschema@.heapprof_dump_raw(integer),
+    @extschema@.heapprof_dump_portable(integer),
     @extschema@.heapprof_forget_symbols(),
     @extschema@.heapprof_snapshot(text, boolean, integer),
     @extschema@.heapprof_snapshots(),
@@ -273,3 +291,5 @@ FROM PUBLIC;
 
 -- status shows no addresses, only sizes and settings
 GRANT EXECUTE ON FUNCTION @extschema@.heapprof_status(integer) TO pg_monitor;
+-- file names and build-ids, no addresses
+GRANT EXECUTE ON FUNCTION @extschema@.heapprof_objects() TO pg_monitor;

@@ -5,7 +5,7 @@
  * Every palloc-family call enters PostgreSQL's allocator through one of
  * these exported functions; folding cuts them and everything leafward, so
  * memory is charged to their callers.  The engine knows nothing of
- * PostgreSQL: the module and heapprof-report (--fold_postgres) both pass
+ * PostgreSQL: the module and heapprof-report (by default) both pass
  * this list.  Plain C, no PostgreSQL headers.
  */
 #ifndef HEAPPROF_FOLD_NAMES_H

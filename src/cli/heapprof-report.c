@@ -6,6 +6,7 @@
  * process on this machine) can be read offline and compared with jeprof.
  */
 #include "engine/report.h"
+#include "fetch.h"
 #include "fold_names.h"
 
 #include <errno.h>
@@ -47,8 +48,13 @@ usage(FILE *f)
 			"                     as in SQL\n"
 			"  --stats            also print, to stderr, cold and warm analysis times,\n"
 			"                     distinct addresses and symbol index memory\n"
-			"  --help             show this help, then exit\n");
+			"  --help             show this help, then exit\n\n"
+			"With DEBUGINFOD_URLS set, executables and debug info this machine lacks are\n"
+			"fetched by the build-ids the dump recorded (debuginfod, bounded timeouts).\n");
 }
+
+/* debuginfod, when DEBUGINFOD_URLS names servers */
+static hp_fetch *fetch;
 
 static char *
 read_file(const char *path, size_t *len)
@@ -173,6 +179,8 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 
 	if (cold == NULL)
 		return;
+	if (fetch)
+		hp_fetch_attach(fetch, cold);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	hp_analyze(a, cold, dump, len, base, base_len, o, kind, SIZE_MAX, r);
 	cold_ms = elapsed_ms(&t0);
@@ -375,13 +383,17 @@ main(int argc, char **argv)
 		free(dump);
 		return 1;
 	}
+	fetch = hp_fetch_open("heapprof-report");
 	s = hp_symbolizer_new();
 	if (s == NULL)
 	{
+		hp_fetch_close(fetch);
 		fprintf(stderr, "heapprof-report: could not start the elfutils symbolizer\n");
 		free(dump);
 		return 1;
 	}
+	if (fetch)
+		hp_fetch_attach(fetch, s);
 	hp_arena_init(&arena, &env);
 	hp_analyze(&arena, s, dump, len, base, base_len, &o, kind, SIZE_MAX, &r);
 	if (stats)
@@ -392,6 +404,7 @@ main(int argc, char **argv)
 		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
 	hp_arena_free(&arena);
 	hp_symbolizer_free(s);
+	hp_fetch_close(fetch);
 	free(dump);
 	free(base);
 	return 0;

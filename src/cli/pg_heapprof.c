@@ -23,7 +23,10 @@
 
 #include "libpq-fe.h"
 
+#include "client_report.h"
+
 static const char *progname = "pg_heapprof";
+static bool client_symbols;	/* --client-symbols */
 
 static void
 usage(FILE *f)
@@ -46,6 +49,8 @@ usage(FILE *f)
 			"      --no-fold          keep PostgreSQL's allocator frames (palloc & co.)\n"
 			"      --focus=REGEX      only stacks with a frame matching REGEX\n"
 			"      --ignore=REGEX     leave out stacks with a frame matching REGEX\n"
+			"      --client-symbols   name frames here, from this machine's files and debuginfod\n"
+			"                         (DEBUGINFOD_URLS), with heapprof-report\n"
 			"  -V, --version          output version information, then exit\n"
 			"  -?, --help             show this help, then exit\n\n"
 			"Connection options:\n"
@@ -230,6 +235,14 @@ write_report(PGconn *conn, const char *format, const params *p, const char *path
 	PGresult   *res;
 	FILE	   *f;
 
+	if (client_symbols && strcmp(format, "raw") != 0)
+	{
+		res = run(conn, "SELECT @x.heapprof_dump_portable(pid => $1::int)", p, 1, 0);
+		if (hp_client_report(progname, PQgetvalue(res, 0, 0), (size_t) PQgetlength(res, 0, 0), format, &p->values[1], path) != 0)
+			exit(1);
+		PQclear(res);
+		return;
+	}
 	if (strcmp(format, "svg") == 0 && have_dot())
 	{
 		/* Graphviz draws the dot graph, fed through a pipe: no shell, no file */
@@ -389,6 +402,7 @@ main(int argc, char **argv)
 		{"no-fold", no_argument, NULL, 2},
 		{"focus", required_argument, NULL, 3},
 		{"ignore", required_argument, NULL, 4},
+		{"client-symbols", no_argument, NULL, 5},
 		{"dbname", required_argument, NULL, 'd'},
 		{"host", required_argument, NULL, 'h'},
 		{"port", required_argument, NULL, 'p'},
@@ -469,6 +483,9 @@ main(int argc, char **argv)
 				break;
 			case 4:
 				p.values[4] = optarg;
+				break;
+			case 5:
+				client_symbols = true;
 				break;
 			case 'd':
 				dbname = optarg;

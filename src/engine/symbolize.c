@@ -12,9 +12,11 @@
 
 #include "maps.h"
 
+#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct mod_index
 {
@@ -23,6 +25,8 @@ typedef struct mod_index
 	uint64_t	low;			/* first mapped address */
 	uint64_t	bias;
 	bool		has_elf;		/* the file could be read */
+	bool		fetched;		/* found by build-id through the fetcher */
+	hp_symbolizer *s;		/* for the libdwfl callbacks */
 
 	/*
 	 * The verdict for the profile being analysed (generation gen): the file
@@ -46,13 +50,94 @@ struct hp_symbolizer
 	unsigned	gen;			/* bumped by every sync and expect */
 	sym_names	names;
 	size_t		index_bytes;
+	hp_fetcher	fetcher;	/* all NULL: local files only */
 };
 
 static char *debuginfo_path;
 
+/* The build-id the process recorded for the object loaded at bias, or NULL. */
+static const hp_build_id *
+recorded_id(const hp_symbolizer *s, uint64_t bias)
+{
+	for (size_t i = 0; i < s->id.nids; i++)
+		if (s->id.ids[i].bias == bias)
+			return &s->id.ids[i];
+	return NULL;
+}
+
+/* Is the ELF file open at fd the build want? */
+static bool
+file_is(int fd, const hp_build_id *want)
+{
+	Elf		   *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const void *bits;
+	ssize_t		len = elf ? dwelf_elf_gnu_build_id(elf, &bits) : -1;
+	bool		same = len > 0 && (size_t) len == want->len && memcmp(bits, want->id, want->len) == 0;
+
+	elf_end(elf);
+	return same;
+}
+
+/*
+ * The file at the module's path, or, when it is missing or another build
+ * than the process recorded (a dump from another machine, an upgrade), the
+ * recorded build from the fetcher.  The module's index is in its userdata
+ * slot already (module_index).  For a PIE or a library the load bias is the
+ * first mapped address, base.
+ */
+static int
+find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+		 char **file, Elf **elfp)
+{
+	mod_index  *ix = *userdata;
+	int			fd = dwfl_linux_proc_find_elf(mod, userdata, name, base, file, elfp);
+	const hp_build_id *want;
+	char	   *path = NULL;
+	int			got;
+
+	if (ix == NULL || ix->s->fetcher.executable == NULL ||
+		(want = recorded_id(ix->s, base)) == NULL || want->len == 0 ||
+		(fd >= 0 && *elfp == NULL && file_is(fd, want)))
+		return fd;
+	got = ix->s->fetcher.executable(ix->s->fetcher.arg, want->id, want->len, &path);
+	if (got < 0)
+		return fd;
+	if (!file_is(got, want))
+	{
+		close(got);
+		free(path);
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	elf_end(*elfp);
+	*elfp = NULL;
+	free(*file);
+	*file = path;
+	ix->fetched = true;
+	return got;
+}
+
+/* Debug info from the usual local places, else from the fetcher. */
+static int
+find_debuginfo(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+			   const char *file, const char *link, GElf_Word crc, char **debug)
+{
+	mod_index  *ix = *userdata;
+	int			fd = dwfl_standard_find_debuginfo(mod, userdata, name, base, file, link, crc, debug);
+	const unsigned char *bits;
+	GElf_Addr	vaddr;
+	int			len;
+
+	if (fd >= 0 || ix == NULL || ix->s->fetcher.debuginfo == NULL ||
+		(len = dwfl_module_build_id(mod, &bits, &vaddr)) <= 0)
+		return fd;
+	return ix->s->fetcher.debuginfo(ix->s->fetcher.arg, bits, (size_t) len, debug);
+}
+
 static const Dwfl_Callbacks callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_elf = find_elf,
+	.find_debuginfo = find_debuginfo,
 	.debuginfo_path = &debuginfo_path,
 };
 
@@ -339,6 +424,8 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod)
 	ix->object = base ? base + 1 : ix->path;
 	ix->low = low;
 	ix->gen = s->gen - 1;
+	ix->s = s;
+	*slot = ix;				/* find_elf reads it */
 	if ((elf = dwfl_module_getelf(mod, &bias)) != NULL)
 	{
 		ix->bias = bias;
@@ -347,7 +434,6 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod)
 		sym_ehframe_index(elf, &ix->fdes);
 	}
 	s->index_bytes += index_size(ix);
-	*slot = ix;
 	return ix;
 }
 
@@ -358,7 +444,9 @@ judge(hp_symbolizer *s, Dwfl_Module *mod, mod_index *ix)
 	if (ix->gen == s->gen)
 		return;
 	ix->gen = s->gen;
-	ix->mismatch = sym_identity_check(&s->id, mod, ix->path, ix->low, ix->has_elf, ix->bias);
+	/* a fetched file is the recorded build: find_elf checked it */
+	ix->mismatch = ix->fetched ? NULL :
+		sym_identity_check(&s->id, mod, ix->path, ix->low, ix->has_elf, ix->bias);
 	/* the process said where jemalloc was; else trust the file only if it is right */
 	ix->allocator = (s->id.allocator_base != 0 && ix->low == s->id.allocator_base) ||
 		(ix->syms.defines_mallctl && ix->mismatch == NULL);
@@ -447,4 +535,10 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 	else
 		snprintf(label, sizeof(label), "%s+0x%llx", ix->object, (unsigned long long) (pc - ix->bias));
 	out->name = hp_strdup(a, label);
+}
+
+void
+hp_symbolizer_fetch(hp_symbolizer *s, const hp_fetcher *f)
+{
+	s->fetcher = *f;
 }

@@ -59,4 +59,22 @@ extern void hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *
 /* Bytes held by the per-module indexes. */
 extern size_t hp_symbolizer_memory(const hp_symbolizer *s);
 
+/*
+ * Files this machine lacks, found by build-id elsewhere (the command-line
+ * tools' debuginfod client; the server never sets one).  Each returns an
+ * open descriptor and the file's malloc'ed path, or -1.
+ */
+typedef struct hp_fetcher
+{
+	int			(*executable) (void *arg, const unsigned char *id, size_t len, char **path);
+	int			(*debuginfo) (void *arg, const unsigned char *id, size_t len, char **path);
+	void	   *arg;
+} hp_fetcher;
+
+/*
+ * Ask f for a module's file when the one at its path is missing or not the
+ * build the process recorded, and for debug info not found locally.
+ */
+extern void hp_symbolizer_fetch(hp_symbolizer *s, const hp_fetcher *f);
+
 #endif

@@ -18,6 +18,7 @@
 
 #include "compat.h"
 #include "errors.h"
+#include "objects.h"
 #include "process.h"
 #include "request.h"
 #include "shmem.h"
@@ -38,9 +39,10 @@ heapprof_status(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	hpj_status	st;
 	char		version[64];
-	Datum		values[11];
-	bool		nulls[11] = {0};
+	Datum		values[12];
+	bool		nulls[12] = {0};
 	const char *hint;
+	const char *debug_hint;
 	hpg_proc	p = PROC_ARG(0);
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -51,6 +53,10 @@ heapprof_status(PG_FUNCTION_ARGS)
 	hint = hpg_setup_hint(st.state);
 	if (hint == NULL && hpg_shmem == NULL)
 		hint = "Add heapprof to shared_preload_libraries and restart to profile other processes by pid and to use exit dumps.";
+	values[10] = hpg_missing_debug_info(&debug_hint);
+	/* what to install for names matters once profiling works */
+	if (debug_hint && st.state == HPJ_USABLE)
+		hint = hint ? psprintf("%s %s", hint, debug_hint) : debug_hint;
 
 	values[0] = Int32GetDatum(p.pid);
 	values[1] = BoolGetDatum(st.state != HPJ_NOT_LOADED && st.state != HPJ_NOT_ALLOCATOR);
@@ -69,9 +75,9 @@ heapprof_status(PG_FUNCTION_ARGS)
 	values[9] = TimestampTzGetDatum(HPG_TIMESTAMP_OF_UNIX(st.sampling_since));
 	nulls[9] = st.sampling_since == 0;
 	if (hint)
-		values[10] = CStringGetTextDatum(hint);
+		values[11] = CStringGetTextDatum(hint);
 	else
-		nulls[10] = true;
+		nulls[11] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# t_debuginfod.sh -- symbolize where the debug info is: heapprof-report
+# fetches, by the build-ids a backend's dump recorded, the debug file (and
+# the executable, when the dump's path is missing) from a real local
+# debuginfod (Debian package debuginfod).  A -g build of the test module is
+# split into a debug file and a stripped copy; the server loads the stripped
+# one.  With debuginfod serving the debug file, every line of --symbols and
+# --text equals what the debug file gives locally (next to the module); with
+# the server frozen or stopped, one clear message, the stripped run's honest
+# labels, in bounded time.
+set -euo pipefail
+cd "$HP_TOP"
+command -v debuginfod >/dev/null || { echo "debuginfod is not installed (Debian: apt-get install debuginfod)"; exit 1; }
+w=$(mktemp -d)
+dpid=
+# debuginfod may not stop on SIGTERM after a client gave up on it: then KILL
+stop_server() {
+	kill -CONT "$dpid" 2>/dev/null || true
+	kill "$dpid" 2>/dev/null || true
+	for _ in $(seq 20); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$dpid" 2>/dev/null || true
+	wait "$dpid" 2>/dev/null || true
+	dpid=
+}
+cleanup() {
+	[ -z "$dpid" ] || stop_server
+	psql -X -q -d postgres -c "DROP SCHEMA IF EXISTS hp_dbgd CASCADE" >/dev/null 2>&1 || true
+	rm -rf "$w"
+}
+trap cleanup EXIT
+chmod 755 "$w"
+mkdir "$w/lib" "$w/srv"
+unset DEBUGINFOD_URLS
+
+# The module, -g, with only what PostgreSQL calls in .dynsym; then split.
+inc=$("${PG_CONFIG:-pg_config}" --includedir-server)
+echo "{ global: Pg_magic_func; pg_finfo_*; heapprof_test_*; local: *; };" >"$w/exports"
+gcc -g -O2 -fPIC -shared -Wl,--version-script="$w/exports" -isystem "$inc" \
+	tests/alloc_helper/heapprof_test.c -o "$w/full.so"
+objcopy --only-keep-debug "$w/full.so" "$w/srv/hpt.debug"
+strip --strip-all -o "$w/lib/hpt.so" "$w/full.so"
+objcopy --add-gnu-debuglink="$w/srv/hpt.debug" "$w/lib/hpt.so"
+cp "$w/lib/hpt.so" "$w/srv/hpt.so"
+id=$(readelf -n "$w/lib/hpt.so" | awk '/Build ID/ {print $3}')
+[ -n "$id" ] || { echo "no build-id in the module"; exit 1; }
+
+psql -X -q -At -d postgres -v ON_ERROR_STOP=1 >/dev/null <<SQL
+CREATE EXTENSION IF NOT EXISTS heapprof;
+DROP SCHEMA IF EXISTS hp_dbgd CASCADE;
+CREATE SCHEMA hp_dbgd;
+CREATE FUNCTION hp_dbgd.hold(bigint, integer) RETURNS bigint
+	AS '$w/lib/hpt.so', 'heapprof_test_hold' LANGUAGE C STRICT;
+SELECT heapprof_enable();
+SELECT hp_dbgd.hold(4 * 1048576, 1048576);
+\\o $w/raw.heap
+SELECT heapprof_dump_portable();
+SQL
+grep -q "^%heapprof-build-id .* $id" "$w/raw.heap" || { echo "the dump recorded no build-id $id"; exit 1; }
+
+report() {	# report NAME [ENV...]: --symbols and --text of the dump, timed
+	local name=$1 s e
+	shift
+	s=$(date +%s%N)
+	env "$@" ./heapprof-report --symbols "$w/raw.heap" >"$w/$name.sym" 2>"$w/$name.err"
+	env "$@" ./heapprof-report --text "$w/raw.heap" >"$w/$name.txt" 2>>"$w/$name.err"
+	e=$(date +%s%N)
+	echo $(((e - s) / 1000000))
+}
+same() {	# same A B: identical reports
+	cmp -s "$w/$1.sym" "$w/$2.sym" && cmp -s "$w/$1.txt" "$w/$2.txt" && return 0
+	echo "$1 differs from $2:"
+	diff "$w/$2.sym" "$w/$1.sym" | head -20
+	diff "$w/$2.txt" "$w/$1.txt" | head -20
+	return 1
+}
+
+report stripped >/dev/null
+grep -q "hpt.so+0x" "$w/stripped.sym" || { echo "no honest label in the stripped module:"; grep hpt "$w/stripped.sym"; exit 1; }
+cp "$w/srv/hpt.debug" "$w/lib/hpt.debug"
+report local >/dev/null
+rm "$w/lib/hpt.debug"
+grep -q "hpt_leaf_alloc" "$w/local.sym" || { echo "the debug file named nothing:"; grep hpt "$w/local.sym"; exit 1; }
+! grep -q "hpt.so+0x" "$w/local.sym" || { echo "labels left with the debug file:"; grep hpt "$w/local.sym"; exit 1; }
+
+# A free port, then the server; ready once it serves the debug file.
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	port=$((20000 + RANDOM % 20000))
+	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+done
+debuginfod -p "$port" -d "$w/db.sqlite" -F "$w/srv" -t 0 -g 0 >"$w/debuginfod.log" 2>&1 &
+dpid=$!
+url=http://127.0.0.1:$port
+# a fresh cache per try: the client remembers a miss for 10 minutes
+for i in $(seq 100); do
+	DEBUGINFOD_URLS=$url DEBUGINFOD_CACHE_PATH=$w/probe$i debuginfod-find debuginfo "$id" >/dev/null 2>&1 && break
+	[ "$i" -lt 100 ] && kill -0 "$dpid" 2>/dev/null || { echo "debuginfod did not serve $id:"; cat "$w/debuginfod.log"; exit 1; }
+	sleep 0.2
+done
+
+# the module on disk, its debug info fetched
+ms=$(report remote DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache1")
+same remote local
+grep -q "found by build-id" "$w/remote.err" || { echo "no word of what was fetched:"; cat "$w/remote.err"; exit 1; }
+# the dump's path gone (another machine): executable and debug info fetched
+mv "$w/lib/hpt.so" "$w/hpt.so.away"
+msx=$(report remote_exe DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache2")
+same remote_exe local
+mv "$w/hpt.so.away" "$w/lib/hpt.so"
+# pg_heapprof --client-symbols: a live backend's profile, named here
+psql -X -q -At -d postgres -v ON_ERROR_STOP=1 -c "SELECT heapprof_enable()" -c "SELECT hp_dbgd.hold(4 * 1048576, 1048576)" \
+	-c "SELECT pg_backend_pid()" -c "SELECT pg_sleep(60)" >"$w/bg.out" 2>&1 &
+bg=$!
+for _ in $(seq 100); do [ "$(wc -l <"$w/bg.out")" -ge 3 ] && break; sleep 0.1; done
+pid=$(sed -n 3p "$w/bg.out")
+DEBUGINFOD_URLS=$url DEBUGINFOD_CACHE_PATH=$w/cache5 ./pg_heapprof -d postgres --client-symbols --report text \
+	--pid "$pid" >"$w/client.txt" 2>"$w/client.err" || { echo "pg_heapprof --client-symbols failed:"; cat "$w/client.err"; exit 1; }
+psql -X -q -At -d postgres -c "SELECT pg_terminate_backend($pid)" >/dev/null
+wait "$bg" 2>/dev/null || true
+grep -q "hpt_leaf_alloc" "$w/client.txt" && ! grep -q "hpt.so+0x" "$w/client.txt" ||
+	{ echo "pg_heapprof --client-symbols did not name the module:"; cat "$w/client.txt" "$w/client.err"; exit 1; }
+# the cache answers without the server
+kill -STOP "$dpid"
+msc=$(report cached DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache1")
+same cached local
+
+# frozen server (accepts connections, never answers): one timeout, labels
+msf=$(report frozen DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache3")
+same frozen stripped
+grep -q "debuginfod ($url) gave no .* asking it no more" "$w/frozen.err" ||
+	{ echo "no clear message with the server frozen:"; cat "$w/frozen.err"; exit 1; }
+[ "$msf" -lt 15000 ] || { echo "frozen server took $msf ms"; exit 1; }
+stop_server
+# stopped server: refused at once
+msd=$(report down DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache4")
+same down stripped
+grep -q "debuginfod ($url) gave no .* asking it no more" "$w/down.err" ||
+	{ echo "no clear message with the server down:"; cat "$w/down.err"; exit 1; }
+[ "$msd" -lt 5000 ] || { echo "stopped server took $msd ms"; exit 1; }
+head -n 1 "$w/down.err" | sed 's/^/  /'
+
+n=$(grep -c "hpt" "$w/local.sym")
+echo "debuginfod: $n module frames named as by the local debug file (also by pg_heapprof --client-symbols); fetched in $ms ms (debug info), $msx ms (executable too), cached $msc ms; frozen server $msf ms, stopped $msd ms, stripped labels and one message"
