@@ -77,6 +77,7 @@ VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/heappro
 SEMVER  := $(VERSION)$(if $(word 3,$(subst ., ,$(VERSION))),,.0)
 DIST    := heapprof-$(VERSION)
 DEB_OUT ?= debs
+DEB_BUILD ?= build/deb
 EXTRA_CLEAN += $(DIST).tar.gz build/deb
 .PHONY: dist deb
 
@@ -89,10 +90,10 @@ dist:
 
 # One postgresql-NN-heapprof per server version debian/pgversions allows and
 # postgresql-server-dev-NN provides, built from the dist archive; the .debs
-# land in $(DEB_OUT).
+# land in $(DEB_OUT) (built under $(DEB_BUILD)).
 deb: dist
-	rm -rf build/deb && mkdir -p build/deb '$(DEB_OUT)'
-	tar -xzf $(DIST).tar.gz -C build/deb
-	cd build/deb/$(DIST) && dpkg-buildpackage -b -us -uc
-	mv build/deb/*.deb '$(DEB_OUT)'/
+	rm -rf '$(DEB_BUILD)' && mkdir -p '$(DEB_BUILD)' '$(DEB_OUT)'
+	tar -xzf $(DIST).tar.gz -C '$(DEB_BUILD)'
+	cd '$(DEB_BUILD)/$(DIST)' && dpkg-buildpackage -b -us -uc
+	mv '$(DEB_BUILD)'/*.deb '$(DEB_OUT)'/
 	@ls '$(DEB_OUT)'/*.deb
