@@ -99,6 +99,10 @@ paste_hint() {
 out=$(q -c "SELECT heapprof_enable()" 2>&1) && fail "heapprof_enable() succeeded without jemalloc"
 grep -q "jemalloc is not loaded" <<<"$out" || fail "heapprof_enable() without jemalloc: $out"
 paste_hint 'ALTER SYSTEM SET shared_preload_libraries'
+# README shows this hint for the cluster 15 main
+awk '/^On a cluster that is not set up yet/ {f = 1} f && /^```$/ {if (p) exit; p = 1; next} p' README.md |
+	sed "s|15 main|15 $name|; s|/15/main/|/15/$name/|" | diff - "$work/hint.txt" >"$work/readme.diff" ||
+	fail "README's example hint differs from the hint: $(cat "$work/readme.diff")"
 # pid =>: the checkpointer, through the preloaded library
 ckpt="(SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer')"
 [ "$(q -c "SELECT prof_enabled, hint IS NULL FROM heapprof_status(pid => $ckpt)")" = 't|t' ] ||

@@ -129,7 +129,7 @@ hpg_setup_hint(hpj_state state)
 						 "In a systemd unit that starts the server, under [Service]:\n"
 						 "Environment=LD_PRELOAD=%s\n"
 						 "Environment=MALLOC_CONF=%s\n"
-						 "then restart the unit; or from a shell:\n"
+						 "then systemctl daemon-reload and restart the unit; or from a shell:\n"
 						 "LD_PRELOAD=%s MALLOC_CONF=%s pg_ctl restart -D \"$PGDATA\"",
 						 HEAPPROF_JEMALLOC_SO, HEAPPROF_MALLOC_CONF,
 						 HEAPPROF_JEMALLOC_SO, HEAPPROF_MALLOC_CONF);
