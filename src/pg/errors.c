@@ -11,8 +11,11 @@
 
 #include <stdlib.h>
 
+#include "catalog/pg_authid_d.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/varlena.h"
@@ -111,6 +114,12 @@ hpg_setup_hint(hpj_state state)
 		return NULL;
 	initStringInfo(&s);
 	appendStringInfo(&s, "%s\n", setup_reason(state));
+	/* the configuration's paths and preloaded libraries are privileged */
+	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS))
+	{
+		appendStringInfoString(&s, "heapprof_status() run by a superuser gives the lines to set on this server.");
+		return s.data;
+	}
 	if ((preload = preload_line()) != NULL)
 		appendStringInfo(&s, "For pid => N, exit dumps and heapprof_backends(), run as a superuser:\n%s\n",
 						 preload);
