@@ -39,8 +39,12 @@ cleanup() {
 	if [ -n "$installed" ]; then
 		apt-get purge -y -qq -o DPkg::Lock::Timeout=120 "$pkg" >/dev/null 2>&1 ||
 			echo "cleanup: apt-get purge $pkg failed" >&2
-		# what make install had put there before
-		[ -d "$work/saved" ] && cp -a "$work/saved/." /
+		# what make install had put there before, each file renamed into
+		# place: running servers may have the library mapped
+		[ -d "$work/saved" ] && (cd "$work/saved" && find . -type f) | while read -r f; do
+			f=${f#.}
+			cp -a "$work/saved$f" "$f.hp-new" && mv -f "$f.hp-new" "$f"
+		done
 	fi
 	rm -rf "$work"
 }
