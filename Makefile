@@ -57,6 +57,7 @@ $(CLIENT): src/cli/pg_heapprof.c src/cli/client_report.c src/cli/client_report.h
 
 install: install-report
 install-report: $(REPORT) $(CLIENT)
+	$(MKDIR_P) '$(DESTDIR)$(bindir)'
 	$(INSTALL_PROGRAM) $(REPORT) '$(DESTDIR)$(bindir)/$(REPORT)'
 	$(INSTALL_PROGRAM) $(CLIENT) '$(DESTDIR)$(bindir)/$(CLIENT)'
 uninstall: uninstall-report
@@ -68,3 +69,31 @@ EXTRA_CLEAN = $(REPORT) $(CLIENT) src/cli/heapprof-report.o src/cli/fetch.o src/
 # The regression suite over an UndefinedBehaviorSanitizer build (see the test).
 check-ubsan:
 	HP_TOP=$(CURDIR) bash tests/t_ubsan.sh
+
+# Release archives from the tracked files as they are in the work tree.  The
+# version is heapprof.control's; PGXN's META.json spells it in semver
+# (1.0 -> 1.0.0) and must agree.
+VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/heapprof.control)
+SEMVER  := $(VERSION)$(if $(word 3,$(subst ., ,$(VERSION))),,.0)
+DIST    := heapprof-$(VERSION)
+DEB_OUT ?= debs
+DEB_BUILD ?= build/deb
+EXTRA_CLEAN += $(DIST).tar.gz build/deb
+.PHONY: dist deb
+
+dist:
+	@v=$$(sed '/"meta-spec"/,/}/d' META.json | sed -n 's/.*"version": "\(.*\)".*/\1/p' | sort -u); \
+		test "$$v" = "$(SEMVER)" || \
+		{ echo "META.json: the versions must be $(SEMVER) (heapprof.control says $(VERSION))" >&2; exit 1; }
+	git ls-files -z | tar --null -T - --transform 's,^,$(DIST)/,' -czf $(DIST).tar.gz
+	@echo "$(DIST).tar.gz"
+
+# One postgresql-NN-heapprof per server version debian/pgversions allows and
+# postgresql-server-dev-NN provides, built from the dist archive; the .debs
+# land in $(DEB_OUT) (built under $(DEB_BUILD)).
+deb: dist
+	rm -rf '$(DEB_BUILD)' && mkdir -p '$(DEB_BUILD)' '$(DEB_OUT)'
+	tar -xzf $(DIST).tar.gz -C '$(DEB_BUILD)'
+	cd '$(DEB_BUILD)/$(DIST)' && dpkg-buildpackage -b -us -uc
+	mv '$(DEB_BUILD)'/*.deb '$(DEB_OUT)'/
+	@ls '$(DEB_OUT)'/*.deb

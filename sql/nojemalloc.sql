@@ -14,3 +14,11 @@ SELECT heapprof_test_error('SELECT heapprof_reset(65536)');
 SELECT heapprof_test_error('SELECT * FROM heapprof_top()');
 SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot()');
 SELECT heapprof_test_error('SELECT heapprof_dump_raw()');
+-- without pg_read_all_settings, the hint shows no configuration
+CREATE ROLE hp_plain;
+GRANT EXECUTE ON FUNCTION heapprof_status(integer) TO hp_plain;
+SET ROLE hp_plain;
+SELECT hint FROM heapprof_status();
+RESET ROLE;
+DROP OWNED BY hp_plain;
+DROP ROLE hp_plain;

@@ -3,39 +3,146 @@
  *
  * heapprof_status() must work on any server: it is the diagnostic that tells
  * the DBA what to set.  Every other function raises one of these errors, with
- * SQLSTATE 55000 and a hint naming LD_PRELOAD and MALLOC_CONF.
+ * SQLSTATE 55000 and the same hint.  The hint is lines to paste: into the
+ * environment file of a Debian cluster (pg_ctlcluster reads KEY = 'value'
+ * lines from it), otherwise a systemd unit's and a shell's form.
  */
 #include "postgres.h"
 
 #include <stdlib.h>
 
+#include "catalog/pg_authid_d.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/varlena.h"
+
 #include "errors.h"
 
-#define SETUP_HINT_TAIL \
-	"in the postmaster's environment and restart the server (on Debian: /etc/postgresql/" PG_MAJORVERSION "/<cluster>/environment)."
+/*
+ * The Debian cluster (version and name) whose configuration is config_file,
+ * /etc/postgresql/<version>/<cluster>/postgresql.conf; false for any other.
+ */
+static bool
+debian_cluster(char **version, char **cluster)
+{
+	const char *conf = GetConfigOption("config_file", true, false);
+	const char *prefix = "/etc/postgresql/";
+	char	   *v,
+			   *c,
+			   *slash;
 
-const char *
-hpg_setup_hint(hpj_state state)
+	if (conf == NULL || strncmp(conf, prefix, strlen(prefix)) != 0)
+		return false;
+	v = pstrdup(conf + strlen(prefix));
+	if ((slash = strchr(v, '/')) == NULL)
+		return false;
+	*slash = '\0';
+	c = slash + 1;
+	if ((slash = strchr(c, '/')) == NULL || strcmp(slash, "/postgresql.conf") != 0 ||
+		*v == '\0' || *c == '\0')
+		return false;
+	*slash = '\0';
+	*version = v;
+	*cluster = c;
+	return true;
+}
+
+/*
+ * An ALTER SYSTEM line that adds heapprof to shared_preload_libraries and
+ * keeps what is there, or NULL when heapprof is already listed (or the list
+ * cannot be read).  Each library is its own literal: one literal holding
+ * "a, b" would name a single library "a, b".
+ */
+static char *
+preload_line(void)
+{
+	const char *cur = GetConfigOption("shared_preload_libraries", true, false);
+	char	   *copy = pstrdup(cur ? cur : "");
+	List	   *libs;
+	ListCell   *lc;
+	StringInfoData s;
+
+	if (!SplitDirectoriesString(copy, ',', &libs))
+		return NULL;
+	initStringInfo(&s);
+	appendStringInfoString(&s, "ALTER SYSTEM SET shared_preload_libraries = ");
+	foreach(lc, libs)
+	{
+		const char *lib = lfirst(lc);
+
+		if (strcmp(lib, "heapprof") == 0)
+			return NULL;
+		appendStringInfo(&s, "%s, ", quote_literal_cstr(lib));
+	}
+	appendStringInfoString(&s, "'heapprof';");
+	return s.data;
+}
+
+/* Why profiling is not usable, as the hint's first line. */
+static const char *
+setup_reason(hpj_state state)
 {
 	switch (state)
 	{
 		case HPJ_USABLE:
-			return NULL;
+			break;
 		case HPJ_NOT_LOADED:
-			return "Set LD_PRELOAD=" HEAPPROF_JEMALLOC_SO " and MALLOC_CONF="
-				HEAPPROF_MALLOC_CONF " " SETUP_HINT_TAIL;
+			return "Preload jemalloc with profiling compiled in and enabled.";
 		case HPJ_NOT_ALLOCATOR:
-			return "jemalloc must replace malloc for the whole server: set LD_PRELOAD="
-				HEAPPROF_JEMALLOC_SO " and MALLOC_CONF=" HEAPPROF_MALLOC_CONF " "
-				SETUP_HINT_TAIL " Loading it later (dlopen, shared_preload_libraries) is not enough.";
+			return "jemalloc must replace malloc for the whole server: loading it later (dlopen, shared_preload_libraries) is not enough.";
 		case HPJ_NO_PROF_BUILD:
-			return "Use a jemalloc built with --enable-prof (Debian's libjemalloc2 is): set LD_PRELOAD="
-				HEAPPROF_JEMALLOC_SO " and MALLOC_CONF=" HEAPPROF_MALLOC_CONF " " SETUP_HINT_TAIL;
+			return "Preload a jemalloc built with --enable-prof (Debian's libjemalloc2 is).";
 		case HPJ_PROF_OFF:
-			return "Set MALLOC_CONF=" HEAPPROF_MALLOC_CONF " (prof:true is required; other options may follow) "
-				SETUP_HINT_TAIL;
+			return "MALLOC_CONF needs prof:true (other jemalloc options may follow it).";
 	}
-	return NULL;
+	return "";
+}
+
+const char *
+hpg_setup_hint(hpj_state state)
+{
+	StringInfoData s;
+	char	   *version,
+			   *cluster,
+			   *preload;
+
+	if (state == HPJ_USABLE)
+		return NULL;
+	initStringInfo(&s);
+	appendStringInfo(&s, "%s\n", setup_reason(state));
+	/* the configuration's paths and preloaded libraries are privileged */
+	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS))
+	{
+		appendStringInfoString(&s, "heapprof_status() run by a superuser gives the lines to set on this server.");
+		return s.data;
+	}
+	if ((preload = preload_line()) != NULL)
+		appendStringInfo(&s, "For pid => N, exit dumps and heapprof_backends(), run as a superuser:\n%s\n",
+						 preload);
+	if (debian_cluster(&version, &cluster))
+		/* later lines win in that file, so appending is enough */
+		appendStringInfo(&s,
+						 "Append to /etc/postgresql/%s/%s/environment:\n"
+						 "LD_PRELOAD = '%s'\n"
+						 "MALLOC_CONF = '%s'\n"
+						 "Then restart the cluster:\n"
+						 "pg_ctlcluster %s %s restart",
+						 version, cluster, HEAPPROF_JEMALLOC_SO, HEAPPROF_MALLOC_CONF,
+						 version, cluster);
+	else
+		appendStringInfo(&s,
+						 "In a systemd unit that starts the server, under [Service]:\n"
+						 "Environment=LD_PRELOAD=%s\n"
+						 "Environment=MALLOC_CONF=%s\n"
+						 "then systemctl daemon-reload and restart the unit; or from a shell:\n"
+						 "LD_PRELOAD=%s MALLOC_CONF=%s pg_ctl restart -D \"$PGDATA\"",
+						 HEAPPROF_JEMALLOC_SO, HEAPPROF_MALLOC_CONF,
+						 HEAPPROF_JEMALLOC_SO, HEAPPROF_MALLOC_CONF);
+	return s.data;
 }
 
 const char *
