@@ -9,6 +9,8 @@
 #    build), never a neighbour's name;
 #  - the stripped copy with a separate debug file (.gnu_debuglink): true
 #    names, file:line and the inline chain are back;
+#  - the -g build and the debuglink copy: every level's file:line is GNU
+#    addr2line -i's (tests/symbols/lines.sh);
 #  - a library replaced on disk after the dump (renamed over, or rewritten
 #    in place with build-ids recorded in the profile), and one deleted
 #    before it: its frames are flagged, not named;
@@ -50,6 +52,14 @@ objcopy --add-gnu-debuglink="$w/tprog.debug" "$w/tprog.dbglink"
 grep -q ";main;exported_func;static_worker 1048576\$" "$w/dbg.txt" || { cat "$w/dbg.txt"; fail "debuglink names"; }
 grep -q ";main;inline_user;inlined_alloc\[inline\] 2097152\$" "$w/dbg.txt" || fail "inline chain"
 "$report" --text --focus='tprog\.c:[0-9]+' "$w/dbg.heap" | grep -q ' static_worker$' || fail "file:line"
+
+# 2b. file:line of every level against GNU addr2line -i: inlined levels at
+#     the call site in the level out, not at the innermost line
+"$w/tprog" "$w/g.heap"
+tests/symbols/lines.sh "$report" "$w/g.heap" "$w/tprog" "$w/libtlib.so" || fail "locations differ from addr2line -i"
+tests/symbols/lines.sh "$report" "$w/dbg.heap" "$w/tprog.dbglink" || fail "debuglink locations differ from addr2line -i"
+"$report" --symbols "$w/g.heap" | grep -q ' inlined_alloc (inline) at [^ ]*tprog\.c:[0-9]* <- inlined_twice (inline) at [^ ]*tprog\.c:[0-9]* <- deep_user at ' ||
+	fail "two inlined levels"
 
 # 3. library replaced after the dump (an upgrade renames a new file in place)
 cc $cflags -DVERSION2 -fPIC -shared $src/tlib.c -o "$w/libtlib.so.new"

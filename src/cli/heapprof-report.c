@@ -131,7 +131,7 @@ env_match(void *ctx, void *pattern, const char *s)
 	return regexec(pattern, s, 0, NULL, 0) == 0;
 }
 
-/* --symbols: what each address is called, inlined functions first */
+/* --symbols: what each address is called and where, inlined functions first */
 static void
 print_symbols(const hp_located *l, const hp_graph *g)
 {
@@ -140,7 +140,14 @@ print_symbols(const hp_located *l, const hp_graph *g)
 		printf("%016llx %s", (unsigned long long) l->pcs[i],
 			   l->syms[i].object ? l->syms[i].object : "-");
 		for (uint32_t u = g->pc_first[i]; u < g->pc_first[i + 1]; u++)
+		{
+			int			line;
+			const char *file = hp_symbol_location(&l->syms[i], u - g->pc_first[i], &line);
+
 			printf(" %s%s", u > g->pc_first[i] ? "<- " : "", g->funcs[g->pc_funcs[u]].name);
+			if (file)
+				printf(" at %s:%d", file, line);
+		}
 		printf("\n");
 	}
 }

@@ -97,12 +97,23 @@ typedef struct sym_cus
 } sym_cus;
 
 /*
- * The DWARF names of the function containing pc (names[0]) and of the
- * functions inlined into it at pc, innermost last; a name may be NULL.
- * Returns how many, 0 when DWARF does not cover pc.
+ * One level of an inline chain: its function's name (may be NULL) and,
+ * for an inlined call, where the next level out calls it (call_file may be
+ * NULL).
+ */
+typedef struct sym_level
+{
+	const char *name;
+	const char *call_file;
+	int			call_line;
+} sym_level;
+
+/*
+ * The function containing pc (levels[0]) and the functions inlined into it
+ * at pc, innermost last.  Returns how many, 0 when DWARF does not cover pc.
  */
 extern int	sym_dwarf_chain(sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
-							const char *names[SYM_MAX_INLINE_DEPTH]);
+							sym_level levels[SYM_MAX_INLINE_DEPTH]);
 extern void sym_dwarf_free(sym_cus *cus);
 
 /* sym_names.c: the demangler's buffer, reused. */

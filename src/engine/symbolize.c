@@ -369,21 +369,31 @@ static bool
 dwarf_frames(hp_symbolizer *s, mod_index *ix, Dwfl_Module *mod, uint64_t pc,
 			 hp_arena *a, hp_symbol *out)
 {
-	const char *names[SYM_MAX_INLINE_DEPTH];
+	sym_level	lv[SYM_MAX_INLINE_DEPTH];
 	size_t		before = ix->cus.bytes;
-	int			k = sym_dwarf_chain(&ix->cus, mod, pc, names);
+	int			k = sym_dwarf_chain(&ix->cus, mod, pc, lv);
 
 	s->index_bytes += ix->cus.bytes - before;
-	if (k == 0 || names[0] == NULL)
+	if (k == 0 || lv[0].name == NULL)
 		return false;
-	/* names[0] is the real function, names[k - 1] the innermost inlined one */
-	out->name = sym_display_name(&s->names, a, names[0]);
+	/* lv[0] is the real function, lv[k - 1] the innermost inlined one */
+	out->name = sym_display_name(&s->names, a, lv[0].name);
 	if (k > 1)
 	{
-		out->inlines = hp_alloc(a, (size_t) (k - 1) * sizeof(char *));
-		for (int i = 0; i < k - 1; i++)
-			out->inlines[i] = sym_display_name(&s->names, a, names[k - 1 - i] ? names[k - 1 - i] : "??");
-		out->ninlines = (uint32_t) (k - 1);
+		size_t		n = (size_t) (k - 1);
+
+		out->inlines = hp_alloc(a, n * sizeof(char *));
+		out->call_files = hp_alloc(a, n * sizeof(char *));
+		out->call_lines = hp_alloc(a, n * sizeof(int));
+		for (size_t i = 0; i < n; i++)
+		{
+			const sym_level *l = &lv[n - i];
+
+			out->inlines[i] = sym_display_name(&s->names, a, l->name ? l->name : "??");
+			out->call_files[i] = l->call_file ? hp_strdup(a, l->call_file) : NULL;
+			out->call_lines[i] = l->call_line;
+		}
+		out->ninlines = (uint32_t) n;
 	}
 	return true;
 }

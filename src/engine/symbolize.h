@@ -21,12 +21,33 @@ typedef struct hp_symbol
 	const char *name;			/* function name or honest label, in the arena */
 	const char **inlines;		/* functions inlined at pc, innermost first */
 	uint32_t	ninlines;
-	const char *file;			/* source file, or NULL */
+	const char *file;			/* source file of pc, or NULL */
 	int			line;
+	/* where inlines[k] is called from the next level out (file may be NULL) */
+	const char **call_files;
+	int		   *call_lines;
 	const char *object;			/* object's file name, or NULL outside any */
 	uint64_t	start;			/* run-time start of the function, 0 if unknown */
 	bool		allocator;		/* inside the object that defines mallctl */
 } hp_symbol;
+
+/*
+ * The source location of level k of sym (0: the innermost inlined function,
+ * ninlines: the function itself), as addr2line -i gives it: the innermost
+ * level is at pc's line, each level out at its call of the level inside.
+ * NULL when unknown.
+ */
+static inline const char *
+hp_symbol_location(const hp_symbol *sym, uint32_t k, int *line)
+{
+	if (k == 0 || k > sym->ninlines)
+	{
+		*line = sym->line;
+		return sym->file;
+	}
+	*line = sym->call_lines ? sym->call_lines[k - 1] : 0;
+	return sym->call_files ? sym->call_files[k - 1] : NULL;
+}
 
 extern hp_symbolizer *hp_symbolizer_new(void);
 extern void hp_symbolizer_free(hp_symbolizer *s);
