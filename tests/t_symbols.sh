@@ -14,6 +14,8 @@
 #  - a library replaced on disk after the dump (renamed over, or rewritten
 #    in place with build-ids recorded in the profile), and one deleted
 #    before it: its frames are flagged, not named;
+#  - a raw dump from another machine (other inodes, no build-ids): named by
+#    the code's evidence, jemalloc cut; one whose code does not match: refused;
 #  - a library whose symbol names lie outside its string table: no crash.
 set -euo pipefail
 cd "$HP_TOP"
@@ -102,6 +104,38 @@ awk -v f="$first" -v s="$stray" '$0 == f {print s} {print}' "$w/stray.heap" > "$
 [ "$(grep -c "rw-p 00000000 .*libtlib.so" "$w/stray2.heap")" -ge 1 ] || fail "stray mapping not added"
 "$report" --collapsed "$w/stray2.heap" | grep -q ';main;tlib_entry;lib_static_alloc 3145728$' ||
 	{ "$report" --collapsed "$w/stray2.heap"; fail "a stray mapping of the library broke its names"; }
+
+# 4c. a raw dump from another machine with the same files: other inodes, no
+#     build-ids.  The code decides: names as at home, jemalloc's frames cut
+cc $cflags -fPIC -shared $src/tlib.c -o "$w/libtlib.so"
+"$w/tprog" "$w/home.heap"
+awk 'm && NF >= 6 && $5 != 0 {$5 = $5 + 1} /^MAPPED_LIBRARIES:/ {m = 1} {print}' "$w/home.heap" > "$w/foreign.heap"
+! cmp -s "$w/home.heap" "$w/foreign.heap" || fail "inodes not edited"
+"$report" --collapsed "$w/home.heap" > "$w/home.txt"
+"$report" --collapsed "$w/foreign.heap" > "$w/foreign.txt"
+cmp -s "$w/home.txt" "$w/foreign.txt" || { diff "$w/home.txt" "$w/foreign.txt"; fail "another machine's dump named otherwise"; }
+grep -q ';main;tlib_entry;lib_static_alloc 3145728$' "$w/foreign.txt" || fail "foreign dump: jemalloc frames not cut"
+! grep -q 'jemalloc\|replaced' "$w/foreign.txt" || fail "foreign dump: jemalloc frames or refusals left"
+"$report" --symbols "$w/foreign.heap" | grep -q "^# identity $w/libtlib.so: other inode, code: all 2 return addresses follow a call$" ||
+	fail "--symbols: evidence"
+"$report" --stats --collapsed "$w/foreign.heap" 2>&1 >/dev/null | grep -q "^# identity .*/libjemalloc.so.2: other inode, code: all" ||
+	fail "--stats: evidence"
+# ... and one whose code is not the file's (libtlib mapped 16 bytes off): refused, jemalloc still cut
+while read -r line; do
+	set -- $line
+	if [ "${6:-}" = "$w/libtlib.so" ]; then
+		lo=$((16#${1%-*} - 16)) hi=$((16#${1#*-} - 16))
+		printf '%x-%x %s %s %s %s %s\n' "$lo" "$hi" "$2" "$3" "$4" "$5" "$6"
+	else
+		printf '%s\n' "$line"
+	fi
+done < "$w/foreign.heap" > "$w/shifted.heap"
+"$report" --collapsed "$w/shifted.heap" > "$w/shifted.txt"
+grep -qE ';main;libtlib\.so\+0x[0-9a-f]+ \[replaced\];libtlib\.so\+0x[0-9a-f]+ \[replaced\] 3145728$' "$w/shifted.txt" ||
+	{ cat "$w/shifted.txt"; fail "shifted library not refused"; }
+! grep -qE 'jemalloc|tlib_entry|lib_static_alloc' "$w/shifted.txt" || fail "shifted library named, or jemalloc frames left"
+"$report" --symbols "$w/shifted.heap" | grep -q "^# identity $w/libtlib.so: other inode, code: return address [12] of 2 follows no call \[replaced\]$" ||
+	fail "--symbols: evidence of the refusal"
 
 # 5. a library whose symbol names point outside its string table: no crash
 cc $cflags -fPIC -shared $src/tlib.c -o "$w/libtlib.so"

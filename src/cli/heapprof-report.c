@@ -30,7 +30,9 @@ usage(FILE *f)
 			"  --collapsed        folded stacks for flamegraph.pl\n"
 			"  --pprof            gzip'ed pprof protobuf (for go tool pprof), to stdout\n"
 			"  --flamegraph       interactive SVG flame graph\n"
-			"  --symbols          every distinct address: address, object, function\n\n"
+			"  --symbols          every distinct address: address, object, function\n"
+			"                     and file:line per level; then per object what\n"
+			"                     decided it is the file the process had\n\n"
 			"Options:\n"
 			"  --base=DUMP        subtract this earlier dump, per symbolized stack\n"
 			"  --drop_negative    with --base: count shrinking stacks as 0\n"
@@ -131,6 +133,14 @@ env_match(void *ctx, void *pattern, const char *s)
 	return regexec(pattern, s, 0, NULL, 0) == 0;
 }
 
+/* One object's identity verdict, to the FILE arg: "# identity OBJECT: EVIDENCE [MISMATCH]" */
+static void
+print_verdict(void *arg, const char *object, const char *evidence, const char *mismatch)
+{
+	fprintf(arg, "# identity %s: %s%s%s%s\n", object, evidence, mismatch ? " [" : "",
+			mismatch ? mismatch : "", mismatch ? "]" : "");
+}
+
 /* --symbols: what each address is called and where, inlined functions first */
 static void
 print_symbols(const hp_located *l, const hp_graph *g)
@@ -187,6 +197,7 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	hp_analyze(a, s, dump, len, base, base_len, o, kind, SIZE_MAX, r);
 	warm_ms = elapsed_ms(&t0);
+	hp_symbolizer_verdicts(s, print_verdict, stderr);
 	fprintf(stderr, "stacks %zu, distinct addresses %zu, functions %zu\n"
 			"analysis cold %.1f ms, warm %.1f ms\n",
 			r->profile.nsamples, r->located.npcs, r->graph.nfuncs, cold_ms, warm_ms);
@@ -384,7 +395,10 @@ main(int argc, char **argv)
 	if (stats)
 		print_stats(&arena, s, dump, len, base, base_len, &o, kind, &r);
 	if (symbols)
+	{
 		print_symbols(&r.located, &r.graph);
+		hp_symbolizer_verdicts(s, print_verdict, stdout);
+	}
 	else
 		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
 	hp_arena_free(&arena);
