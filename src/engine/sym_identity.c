@@ -161,7 +161,11 @@ x86_call_before(const unsigned char *c, size_t n, uint64_t ra, uint64_t lo, uint
 		if (op[0] != 0xff || ((op[1] >> 3) & 7) != 2)
 			continue;
 		if (mod != 3 && rm == 4)
+		{
+			if (len < 3)
+				continue;		/* the SIB byte would be past the call */
 			need += 1 + (mod == 0 && (op[2] & 7) == 5 ? 4 : 0);
+		}
 		need += mod == 1 ? 1 : mod == 2 ? 4 : mod == 0 && rm == 5 ? 4 : 0;
 		if (need == len)
 			return true;
@@ -213,8 +217,8 @@ calls_found(const sym_identity *id, Elf *elf, uint64_t bias, uint64_t low, uint6
 			GElf_Phdr	ph;
 
 			if (gelf_getphdr(elf, (int) k, &ph) == NULL || ph.p_type != PT_LOAD ||
-				!(ph.p_flags & PF_X) || ra < ph.p_vaddr + 16 || ra > ph.p_vaddr + ph.p_filesz ||
-				ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
+				!(ph.p_flags & PF_X) || ra < ph.p_vaddr || ra - ph.p_vaddr < 16 ||
+				ra - ph.p_vaddr > ph.p_filesz || ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
 				continue;
 			found = eh.e_machine == EM_X86_64 ?
 				x86_call_before(img + ph.p_offset + (ra - ph.p_vaddr) - 16, 16,
