@@ -63,6 +63,15 @@ tests/symbols/lines.sh "$report" "$w/dbg.heap" "$w/tprog.dbglink" || fail "debug
 "$report" --symbols "$w/g.heap" > "$w/g.sym"
 grep -q ' inlined_alloc (inline) at [^ ]*tprog\.c:[0-9]* <- inlined_twice (inline) at [^ ]*tprog\.c:[0-9]* <- deep_user at ' "$w/g.sym" ||
 	fail "two inlined levels"
+# pprof Lines carry the same per-level locations (checked above against addr2line)
+if command -v go > /dev/null; then
+	"$report" --pprof "$w/g.heap" > "$w/g.pb.gz"
+	go tool pprof -raw "$w/g.pb.gz" > "$w/g.raw" 2>/dev/null
+	for f in inline_user inlined_twice deep_user; do
+		at=$(grep -o "$f[ (inline)]* at [^ ]*" "$w/g.sym" | head -n 1 | sed 's/.* at //')
+		grep -q " $f[ (inline)]* $at s=0\$" "$w/g.raw" || { cat "$w/g.raw"; fail "pprof: $f not at $at"; }
+	done
+fi
 
 # 3. library replaced after the dump (an upgrade renames a new file in place)
 cc $cflags -DVERSION2 -fPIC -shared $src/tlib.c -o "$w/libtlib.so.new"
