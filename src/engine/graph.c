@@ -47,6 +47,7 @@ intern_func(builder *b, const char *name, const hp_symbol *sym, uint32_t k)
 	bool		added;
 	size_t		f = hp_map_put(&b->funcs, name, strlen(name), &added);
 	int			line;
+	const char *file = hp_symbol_location(sym, k, &line);
 
 	if (added)
 	{
@@ -55,11 +56,11 @@ intern_func(builder *b, const char *name, const hp_symbol *sym, uint32_t k)
 		g->funcs[f].object = sym->object;
 		g->nfuncs = f + 1;
 	}
-	if (g->funcs[f].location == NULL && hp_symbol_location(sym, k, &line))
+	if (g->funcs[f].location == NULL && file)
 	{
 		char		buf[4096];
 
-		snprintf(buf, sizeof(buf), "%s:%d", hp_symbol_location(sym, k, &line), line);
+		snprintf(buf, sizeof(buf), "%s:%d", file, line);
 		g->funcs[f].location = hp_strdup(b->a, buf);
 	}
 	return (uint32_t) f;
