@@ -2,7 +2,8 @@
 # t_honest.sh -- on the server's postgres (cluster (a); Debian's is stripped),
 # no frame is labelled with a symbol whose [value, value + size) does not
 # contain it; code without a symbol gets "postgres+0xSTART" labels instead.  Checked
-# against nm -D -S on a real backend's dump after a real workload.
+# against nm -D -S on a real backend's dump after a real workload.  The dump
+# as if from another machine (other inodes, no build-ids) is named the same.
 set -euo pipefail
 cd "$HP_TOP"
 w=$(mktemp -d)
@@ -21,6 +22,19 @@ SQL
 
 bias=$(awk -v p="$postgres" '$6 == p && $3 == "00000000" {split($1, r, "-"); print r[1]; exit}' "$w/raw.heap")
 [ -n "$bias" ] || { echo "postgres not in the dump's maps"; exit 1; }
+# The same dump as a raw jemalloc one from another machine with the same
+# packages: no %heapprof lines (no build-ids), other inodes.  The code is the
+# evidence: the same names as at home, jemalloc's frames cut.
+grep -v '^%heapprof' "$w/raw.heap" > "$w/home.heap"
+awk 'm && NF >= 6 && $5 != 0 {$5 = $5 + 1} /^MAPPED_LIBRARIES:/ {m = 1} {print}' "$w/home.heap" > "$w/foreign.heap"
+./heapprof-report --collapsed "$w/home.heap" > "$w/home.txt"
+./heapprof-report --collapsed "$w/foreign.heap" > "$w/foreign.txt"
+cmp -s "$w/home.txt" "$w/foreign.txt" || { diff "$w/home.txt" "$w/foreign.txt"; echo "another machine's dump named otherwise"; exit 1; }
+! grep -q 'jemalloc\|replaced' "$w/foreign.txt" || { echo "another machine's dump: jemalloc frames or refusals left"; exit 1; }
+./heapprof-report --symbols "$w/foreign.heap" > "$w/foreign.sym"
+grep "^# identity $postgres: other inode, code: all [0-9]* return addresses follow a call$" "$w/foreign.sym" ||
+	{ grep '^# identity' "$w/foreign.sym"; echo "postgres: no evidence"; exit 1; }
+
 # The point is Debian's stripped binary, whose dynamic symbols are all the
 # names it has.  A postgres with a symbol table and DWARF (tests/pgbuild's)
 # names static and inlined code from its debug info, which t_symbols checks

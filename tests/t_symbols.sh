@@ -9,9 +9,13 @@
 #    build), never a neighbour's name;
 #  - the stripped copy with a separate debug file (.gnu_debuglink): true
 #    names, file:line and the inline chain are back;
+#  - the -g build and the debuglink copy: every level's file:line is GNU
+#    addr2line -i's (tests/symbols/lines.sh);
 #  - a library replaced on disk after the dump (renamed over, or rewritten
 #    in place with build-ids recorded in the profile), and one deleted
 #    before it: its frames are flagged, not named;
+#  - a raw dump from another machine (other inodes, no build-ids): named by
+#    the code's evidence, jemalloc cut; one whose code does not match: refused;
 #  - a library whose symbol names lie outside its string table: no crash.
 set -euo pipefail
 cd "$HP_TOP"
@@ -50,6 +54,24 @@ objcopy --add-gnu-debuglink="$w/tprog.debug" "$w/tprog.dbglink"
 grep -q ";main;exported_func;static_worker 1048576\$" "$w/dbg.txt" || { cat "$w/dbg.txt"; fail "debuglink names"; }
 grep -q ";main;inline_user;inlined_alloc\[inline\] 2097152\$" "$w/dbg.txt" || fail "inline chain"
 "$report" --text --focus='tprog\.c:[0-9]+' "$w/dbg.heap" | grep -q ' static_worker$' || fail "file:line"
+
+# 2b. file:line of every level against GNU addr2line -i: inlined levels at
+#     the call site in the level out, not at the innermost line
+"$w/tprog" "$w/g.heap"
+tests/symbols/lines.sh "$report" "$w/g.heap" "$w/tprog" "$w/libtlib.so" || fail "locations differ from addr2line -i"
+tests/symbols/lines.sh "$report" "$w/dbg.heap" "$w/tprog.dbglink" || fail "debuglink locations differ from addr2line -i"
+"$report" --symbols "$w/g.heap" > "$w/g.sym"
+grep -q ' inlined_alloc (inline) at [^ ]*tprog\.c:[0-9]* <- inlined_twice (inline) at [^ ]*tprog\.c:[0-9]* <- deep_user at ' "$w/g.sym" ||
+	fail "two inlined levels"
+# pprof Lines carry the same per-level locations (checked above against addr2line)
+if command -v go > /dev/null; then
+	"$report" --pprof "$w/g.heap" > "$w/g.pb.gz"
+	go tool pprof -raw "$w/g.pb.gz" > "$w/g.raw" 2>/dev/null
+	for f in inline_user inlined_twice deep_user; do
+		at=$(grep -o "$f[ (inline)]* at [^ ]*" "$w/g.sym" | head -n 1 | sed 's/.* at //')
+		grep -q " $f[ (inline)]* $at s=0\$" "$w/g.raw" || { cat "$w/g.raw"; fail "pprof: $f not at $at"; }
+	done
+fi
 
 # 3. library replaced after the dump (an upgrade renames a new file in place)
 cc $cflags -DVERSION2 -fPIC -shared $src/tlib.c -o "$w/libtlib.so.new"
@@ -92,6 +114,41 @@ awk -v f="$first" -v s="$stray" '$0 == f {print s} {print}' "$w/stray.heap" > "$
 [ "$(grep -c "rw-p 00000000 .*libtlib.so" "$w/stray2.heap")" -ge 1 ] || fail "stray mapping not added"
 "$report" --collapsed "$w/stray2.heap" | grep -q ';main;tlib_entry;lib_static_alloc 3145728$' ||
 	{ "$report" --collapsed "$w/stray2.heap"; fail "a stray mapping of the library broke its names"; }
+
+# 4c. a raw dump from another machine with the same files: other inodes, no
+#     build-ids.  The code decides: names as at home, jemalloc's frames cut
+cc $cflags -fPIC -shared $src/tlib.c -o "$w/libtlib.so"
+"$w/tprog" "$w/home.heap"
+awk 'm && NF >= 6 && $5 != 0 {$5 = $5 + 1} /^MAPPED_LIBRARIES:/ {m = 1} {print}' "$w/home.heap" > "$w/foreign.heap"
+! cmp -s "$w/home.heap" "$w/foreign.heap" || fail "inodes not edited"
+"$report" --collapsed "$w/home.heap" > "$w/home.txt"
+"$report" --collapsed "$w/foreign.heap" > "$w/foreign.txt"
+cmp -s "$w/home.txt" "$w/foreign.txt" || { diff "$w/home.txt" "$w/foreign.txt"; fail "another machine's dump named otherwise"; }
+grep -q ';main;tlib_entry;lib_static_alloc 3145728$' "$w/foreign.txt" || fail "foreign dump: jemalloc frames not cut"
+! grep -q 'jemalloc\|replaced' "$w/foreign.txt" || fail "foreign dump: jemalloc frames or refusals left"
+# (into files: grep -q in a pipe may end it early, and pipefail sees that)
+"$report" --symbols "$w/foreign.heap" > "$w/foreign.sym"
+grep -q "^# identity $w/libtlib.so: other inode, code: all 2 return addresses follow a call$" "$w/foreign.sym" ||
+	fail "--symbols: evidence"
+"$report" --stats --collapsed "$w/foreign.heap" 2> "$w/foreign.stats" > /dev/null
+grep -q "^# identity .*/libjemalloc.so.2: other inode, code: all" "$w/foreign.stats" || fail "--stats: evidence"
+# ... and one whose code is not the file's (libtlib mapped 16 bytes off): refused, jemalloc still cut
+while read -r line; do
+	set -- $line
+	if [ "${6:-}" = "$w/libtlib.so" ]; then
+		lo=$((16#${1%-*} - 16)) hi=$((16#${1#*-} - 16))
+		printf '%x-%x %s %s %s %s %s\n' "$lo" "$hi" "$2" "$3" "$4" "$5" "$6"
+	else
+		printf '%s\n' "$line"
+	fi
+done < "$w/foreign.heap" > "$w/shifted.heap"
+"$report" --collapsed "$w/shifted.heap" > "$w/shifted.txt"
+grep -qE ';main;libtlib\.so\+0x[0-9a-f]+ \[replaced\];libtlib\.so\+0x[0-9a-f]+ \[replaced\] 3145728$' "$w/shifted.txt" ||
+	{ cat "$w/shifted.txt"; fail "shifted library not refused"; }
+! grep -qE 'jemalloc|tlib_entry|lib_static_alloc' "$w/shifted.txt" || fail "shifted library named, or jemalloc frames left"
+"$report" --symbols "$w/shifted.heap" > "$w/shifted.sym"
+grep -q "^# identity $w/libtlib.so: other inode, code: return address [12] of 2 follows no call \[replaced\]$" "$w/shifted.sym" ||
+	fail "--symbols: evidence of the refusal"
 
 # 5. a library whose symbol names point outside its string table: no crash
 cc $cflags -fPIC -shared $src/tlib.c -o "$w/libtlib.so"

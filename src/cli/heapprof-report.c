@@ -31,7 +31,9 @@ usage(FILE *f)
 			"  --collapsed        folded stacks for flamegraph.pl\n"
 			"  --pprof            gzip'ed pprof protobuf (for go tool pprof), to stdout\n"
 			"  --flamegraph       interactive SVG flame graph\n"
-			"  --symbols          every distinct address: address, object, function\n\n"
+			"  --symbols          every distinct address: address, object, function\n"
+			"                     and file:line per level; then per object what\n"
+			"                     decided it is the file the process had\n\n"
 			"Options:\n"
 			"  --base=DUMP        subtract this earlier dump, per symbolized stack\n"
 			"  --drop_negative    with --base: count shrinking stacks as 0\n"
@@ -139,7 +141,15 @@ env_match(void *ctx, void *pattern, const char *s)
 	return regexec(pattern, s, 0, NULL, 0) == 0;
 }
 
-/* --symbols: what each address is called, inlined functions first */
+/* One object's identity verdict, to the FILE arg: "# identity OBJECT: EVIDENCE [MISMATCH]" */
+static void
+print_verdict(void *arg, const char *object, const char *evidence, const char *mismatch)
+{
+	fprintf(arg, "# identity %s: %s%s%s%s\n", object, evidence, mismatch ? " [" : "",
+			mismatch ? mismatch : "", mismatch ? "]" : "");
+}
+
+/* --symbols: what each address is called and where, inlined functions first */
 static void
 print_symbols(const hp_located *l, const hp_graph *g)
 {
@@ -148,7 +158,14 @@ print_symbols(const hp_located *l, const hp_graph *g)
 		printf("%016llx %s", (unsigned long long) l->pcs[i],
 			   l->syms[i].object ? l->syms[i].object : "-");
 		for (uint32_t u = g->pc_first[i]; u < g->pc_first[i + 1]; u++)
+		{
+			int			line;
+			const char *file = hp_symbol_location(&l->syms[i], u - g->pc_first[i], &line);
+
 			printf(" %s%s", u > g->pc_first[i] ? "<- " : "", g->funcs[g->pc_funcs[u]].name);
+			if (file)
+				printf(" at %s:%d", file, line);
+		}
 		printf("\n");
 	}
 }
@@ -190,6 +207,7 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	hp_analyze(a, s, dump, len, base, base_len, o, kind, SIZE_MAX, r);
 	warm_ms = elapsed_ms(&t0);
+	hp_symbolizer_verdicts(s, print_verdict, stderr);
 	fprintf(stderr, "stacks %zu, distinct addresses %zu, functions %zu\n"
 			"analysis cold %.1f ms, warm %.1f ms\n",
 			r->profile.nsamples, r->located.npcs, r->graph.nfuncs, cold_ms, warm_ms);
@@ -399,7 +417,10 @@ main(int argc, char **argv)
 	if (stats)
 		print_stats(&arena, s, dump, len, base, base_len, &o, kind, &r);
 	if (symbols)
+	{
 		print_symbols(&r.located, &r.graph);
+		hp_symbolizer_verdicts(s, print_verdict, stdout);
+	}
 	else
 		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
 	hp_arena_free(&arena);

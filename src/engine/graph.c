@@ -39,13 +39,15 @@ typedef struct pc_table
 	uint8_t    *match;			/* 1: matches focus; 2: matches ignore */
 } pc_table;
 
-/* Function index of name, added (with a location) when new. */
+/* Function index of name (level k of sym), added (with a location) when new. */
 static uint32_t
-intern_func(builder *b, const char *name, const hp_symbol *sym)
+intern_func(builder *b, const char *name, const hp_symbol *sym, uint32_t k)
 {
 	hp_graph   *g = b->g;
 	bool		added;
 	size_t		f = hp_map_put(&b->funcs, name, strlen(name), &added);
+	int			line;
+	const char *file = hp_symbol_location(sym, k, &line);
 
 	if (added)
 	{
@@ -54,11 +56,11 @@ intern_func(builder *b, const char *name, const hp_symbol *sym)
 		g->funcs[f].object = sym->object;
 		g->nfuncs = f + 1;
 	}
-	if (g->funcs[f].location == NULL && sym->file)
+	if (g->funcs[f].location == NULL && file)
 	{
 		char		buf[4096];
 
-		snprintf(buf, sizeof(buf), "%s:%d", sym->file, sym->line);
+		snprintf(buf, sizeof(buf), "%s:%d", file, line);
 		g->funcs[f].location = hp_strdup(b->a, buf);
 	}
 	return (uint32_t) f;
@@ -154,7 +156,7 @@ classify_pcs(builder *b, const hp_profile *p, const hp_located *l, pc_table *t)
 				name = nm;
 			}
 			HP_RESERVE(a, t->funcs, outcap, nout);
-			t->funcs[nout++] = intern_func(b, name, sym);
+			t->funcs[nout++] = intern_func(b, name, sym, k);
 		}
 		t->cut[i] = sym->allocator || folded(o, p, sym);
 		if (o->focus && can_match && frame_matches(b, o->focus, l->pcs[i], sym))

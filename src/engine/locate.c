@@ -13,15 +13,15 @@ hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_loca
 {
 	hp_env	   *env = a->env;
 	hp_status	rc;
+	bool	   *caller = NULL;	/* caller[i]: pcs[i] is some stack's caller frame */
+	size_t		cap = 0;
+	uint64_t   *calls;
+	size_t		ncalls = 0;
 
 	memset(out, 0, sizeof(*out));
 	rc = hp_symbolizer_sync(s, p->maps, p->maps_len);
 	if (rc != HP_OK)
 		hp_fail(env, rc, "could not load the memory map of the heap profile%s",
-				rc == HP_ENOMEM ? ": out of memory" : "");
-	rc = hp_symbolizer_expect(s, p->ids, p->nids, p->allocator_base);
-	if (rc != HP_OK)
-		hp_fail(env, rc, "could not take the build-ids of the heap profile%s",
 				rc == HP_ENOMEM ? ": out of memory" : "");
 
 	hp_map_init(&out->index, a);
@@ -31,14 +31,36 @@ hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_loca
 
 		hp_work(env, smp->npcs + 1);
 		for (uint32_t j = 0; j < smp->npcs; j++)
-			hp_map_put(&out->index, &smp->pcs[j], sizeof(uint64_t), NULL);
+		{
+			bool		added;
+			size_t		k = hp_map_put(&out->index, &smp->pcs[j], sizeof(uint64_t), &added);
+
+			if (added)
+			{
+				HP_RESERVE(a, caller, cap, k);
+				caller[k] = false;
+			}
+			caller[k] |= j > 0;
+		}
 	}
 	out->npcs = out->index.count;
 	out->pcs = hp_alloc(a, (out->npcs ? out->npcs : 1) * sizeof(uint64_t));
 	out->syms = hp_alloc(a, (out->npcs ? out->npcs : 1) * sizeof(hp_symbol));
+	calls = hp_alloc(a, (out->npcs ? out->npcs : 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < out->npcs; i++)
 	{
 		memcpy(&out->pcs[i], out->index.keys[i].key, sizeof(uint64_t));
+		if (caller[i])
+			calls[ncalls++] = out->pcs[i];
+	}
+
+	/* the caller frames are evidence of which code the process ran */
+	rc = hp_symbolizer_expect(s, p->ids, p->nids, p->allocator_base, calls, ncalls);
+	if (rc != HP_OK)
+		hp_fail(env, rc, "could not take the build-ids of the heap profile%s",
+				rc == HP_ENOMEM ? ": out of memory" : "");
+	for (size_t i = 0; i < out->npcs; i++)
+	{
 		hp_work(env, ADDRESS_WORK);
 		hp_symbolize(s, out->pcs[i], a, &out->syms[i]);
 	}

@@ -184,9 +184,11 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 		for (uint32_t u = g->pc_first[i]; u < g->pc_first[i + 1]; u++)
 			if (address[g->pc_funcs[u]] == 0)
 			{
+				int			ln;
+
 				address[g->pc_funcs[u]] = pl->pcs[i];
-				line[g->pc_funcs[u]] = u + 1 == g->pc_first[i + 1] && pl->syms[i].line > 0 ?
-					(uint32_t) pl->syms[i].line : 0;
+				line[g->pc_funcs[u]] = hp_symbol_location(&pl->syms[i], u - g->pc_first[i], &ln) && ln > 0 ?
+					(uint32_t) ln : 0;
 			}
 	}
 

@@ -170,10 +170,27 @@ die_name(Dwarf_Die *die)
 	return name ? name : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
 }
 
+/* The call site of an inlined call, as addr2line -i shows it for the level out. */
+static void
+call_site(Dwarf_Die *cu, Dwarf_Die *die, sym_level *out)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word	file;
+	Dwarf_Word	line;
+	Dwarf_Files *files;
+	size_t		nfiles;
+
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &line) == 0 && line <= INT32_MAX)
+		out->call_line = (int) line;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &file) == 0 &&
+		dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && file < nfiles)
+		out->call_file = dwarf_filesrc(files, file, NULL, NULL);
+}
+
 /* Depth 0 is the real function, each deeper range an inlined call inside it. */
 int
 sym_dwarf_chain(sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
-				const char *names[SYM_MAX_INLINE_DEPTH])
+				sym_level levels[SYM_MAX_INLINE_DEPTH])
 {
 	Dwarf_Addr	bias;
 	Dwarf_Die  *cu = dwfl_module_addrdie(mod, pc, &bias);
@@ -191,7 +208,10 @@ sym_dwarf_chain(sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
 
 		if (r == NULL || dwarf_offdie(dw, r->die, &die) == NULL)
 			break;
-		names[k++] = die_name(&die);
+		levels[k] = (sym_level) {die_name(&die), NULL, 0};
+		if (d > 0)
+			call_site(cu, &die, &levels[k]);
+		k++;
 	}
 	return k;
 }

@@ -97,12 +97,23 @@ typedef struct sym_cus
 } sym_cus;
 
 /*
- * The DWARF names of the function containing pc (names[0]) and of the
- * functions inlined into it at pc, innermost last; a name may be NULL.
- * Returns how many, 0 when DWARF does not cover pc.
+ * One level of an inline chain: its function's name (may be NULL) and,
+ * for an inlined call, where the next level out calls it (call_file may be
+ * NULL).
+ */
+typedef struct sym_level
+{
+	const char *name;
+	const char *call_file;
+	int			call_line;
+} sym_level;
+
+/*
+ * The function containing pc (levels[0]) and the functions inlined into it
+ * at pc, innermost last.  Returns how many, 0 when DWARF does not cover pc.
  */
 extern int	sym_dwarf_chain(sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
-							const char *names[SYM_MAX_INLINE_DEPTH]);
+							sym_level levels[SYM_MAX_INLINE_DEPTH]);
 extern void sym_dwarf_free(sym_cus *cus);
 
 /* sym_names.c: the demangler's buffer, reused. */
@@ -133,19 +144,22 @@ typedef struct sym_identity
 	size_t		nids;
 	bool		ids_lost;		/* the last expect failed: no file is trusted */
 	uint64_t	allocator_base;
+	const uint64_t *calls;		/* the profile's caller addresses (not owned) */
+	size_t		ncalls;
 } sym_identity;
 
 extern hp_status sym_identity_maps(sym_identity *id, const char *maps, size_t len);
 extern hp_status sym_identity_expect(sym_identity *id, const hp_build_id *ids, size_t n,
-									 uint64_t allocator_base);
+									 uint64_t allocator_base, const uint64_t *calls,
+									 size_t ncalls);
 /*
- * Why the file at path, mapped at low, is not the one the process had
- * there, or NULL.  has_elf and bias: whether libdwfl could read the file,
- * and its load bias.
+ * Why the file at path, mapped at [low, high), is not the one the process
+ * had there, or NULL.  elf and bias: the file as libdwfl read it (NULL if it
+ * could not) and its load bias.  evidence (len bytes): what decided.
  */
 extern const char *sym_identity_check(const sym_identity *id, Dwfl_Module *mod,
-									  const char *path, uint64_t low,
-									  bool has_elf, uint64_t bias);
+									  const char *path, uint64_t low, uint64_t high,
+									  Elf *elf, uint64_t bias, char *evidence, size_t len);
 /* Length of an object's name without libdwfl's " (deleted)" suffix. */
 extern size_t sym_identity_name_len(const char *object);
 extern void sym_identity_free(sym_identity *id);

@@ -23,8 +23,9 @@ typedef struct mod_index
 	const char *path;			/* as in the maps (libdwfl's copy) */
 	const char *object;			/* its basename */
 	uint64_t	low;			/* first mapped address */
+	uint64_t	high;			/* end of the last */
 	uint64_t	bias;
-	bool		has_elf;		/* the file could be read */
+	Elf		   *elf;			/* the file as libdwfl read it, or NULL */
 	bool		fetched;		/* found by build-id through the fetcher */
 	hp_symbolizer *s;		/* for the libdwfl callbacks */
 
@@ -35,6 +36,7 @@ typedef struct mod_index
 	 */
 	unsigned	gen;
 	const char *mismatch;		/* why the file is not what was loaded, or NULL */
+	char		evidence[96];	/* what decided */
 	bool		allocator;
 	sym_symbols syms;
 	sym_fdes	fdes;
@@ -397,10 +399,10 @@ hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 
 hp_status
 hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n,
-					 uint64_t allocator_base)
+					 uint64_t allocator_base, const uint64_t *calls, size_t ncalls)
 {
 	s->gen++;
-	return sym_identity_expect(&s->id, ids, n, allocator_base);
+	return sym_identity_expect(&s->id, ids, n, allocator_base, calls, ncalls);
 }
 
 static mod_index *
@@ -408,7 +410,8 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod)
 {
 	void	  **slot;
 	Dwarf_Addr	low = 0;
-	const char *path = dwfl_module_info(mod, &slot, &low, NULL, NULL, NULL, NULL, NULL);
+	Dwarf_Addr	high = 0;
+	const char *path = dwfl_module_info(mod, &slot, &low, &high, NULL, NULL, NULL, NULL);
 	mod_index  *ix = *slot;
 	GElf_Addr	bias = 0;
 	Elf		   *elf;
@@ -423,13 +426,14 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod)
 	base = strrchr(ix->path, '/');
 	ix->object = base ? base + 1 : ix->path;
 	ix->low = low;
+	ix->high = high;
 	ix->gen = s->gen - 1;
 	ix->s = s;
 	*slot = ix;				/* find_elf reads it */
 	if ((elf = dwfl_module_getelf(mod, &bias)) != NULL)
 	{
 		ix->bias = bias;
-		ix->has_elf = true;
+		ix->elf = elf;
 		sym_elf_index(mod, &ix->syms);
 		sym_ehframe_index(elf, &ix->fdes);
 	}
@@ -445,11 +449,52 @@ judge(hp_symbolizer *s, Dwfl_Module *mod, mod_index *ix)
 		return;
 	ix->gen = s->gen;
 	/* a fetched file is the recorded build: find_elf checked it */
-	ix->mismatch = ix->fetched ? NULL :
-		sym_identity_check(&s->id, mod, ix->path, ix->low, ix->has_elf, ix->bias);
-	/* the process said where jemalloc was; else trust the file only if it is right */
+	if (ix->fetched)
+	{
+		ix->mismatch = NULL;
+		snprintf(ix->evidence, sizeof(ix->evidence), "fetched by its recorded build-id");
+	}
+	else
+		ix->mismatch = sym_identity_check(&s->id, mod, ix->path, ix->low, ix->high, ix->elf,
+										  ix->bias, ix->evidence, sizeof(ix->evidence));
+
+	/*
+	 * The process said where jemalloc was; else its name says so, or the
+	 * symbols of a file that is right.
+	 */
 	ix->allocator = (s->id.allocator_base != 0 && ix->low == s->id.allocator_base) ||
+		strncmp(ix->object, "libjemalloc.so", strlen("libjemalloc.so")) == 0 ||
 		(ix->syms.defines_mallctl && ix->mismatch == NULL);
+}
+
+typedef struct verdicts_arg
+{
+	hp_symbolizer *s;
+	void		(*each) (void *arg, const char *object, const char *evidence, const char *mismatch);
+	void	   *arg;
+} verdicts_arg;
+
+static int
+module_verdict(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, void *arg)
+{
+	verdicts_arg *v = arg;
+	mod_index  *ix = *userdata;
+
+	(void) mod, (void) name, (void) base;
+	if (ix && ix->gen == v->s->gen)
+		v->each(v->arg, ix->path, ix->evidence, ix->mismatch);
+	return DWARF_CB_OK;
+}
+
+void
+hp_symbolizer_verdicts(hp_symbolizer *s,
+					   void (*each) (void *arg, const char *object,
+									 const char *evidence, const char *mismatch),
+					   void *arg)
+{
+	verdicts_arg v = {s, each, arg};
+
+	dwfl_getmodules(s->dwfl, module_verdict, &v, 0);
 }
 
 /* The function and its inline chain at pc from DWARF; false when DWARF does not cover pc. */
@@ -457,21 +502,31 @@ static bool
 dwarf_frames(hp_symbolizer *s, mod_index *ix, Dwfl_Module *mod, uint64_t pc,
 			 hp_arena *a, hp_symbol *out)
 {
-	const char *names[SYM_MAX_INLINE_DEPTH];
+	sym_level	lv[SYM_MAX_INLINE_DEPTH];
 	size_t		before = ix->cus.bytes;
-	int			k = sym_dwarf_chain(&ix->cus, mod, pc, names);
+	int			k = sym_dwarf_chain(&ix->cus, mod, pc, lv);
 
 	s->index_bytes += ix->cus.bytes - before;
-	if (k == 0 || names[0] == NULL)
+	if (k == 0 || lv[0].name == NULL)
 		return false;
-	/* names[0] is the real function, names[k - 1] the innermost inlined one */
-	out->name = sym_display_name(&s->names, a, names[0]);
+	/* lv[0] is the real function, lv[k - 1] the innermost inlined one */
+	out->name = sym_display_name(&s->names, a, lv[0].name);
 	if (k > 1)
 	{
-		out->inlines = hp_alloc(a, (size_t) (k - 1) * sizeof(char *));
-		for (int i = 0; i < k - 1; i++)
-			out->inlines[i] = sym_display_name(&s->names, a, names[k - 1 - i] ? names[k - 1 - i] : "??");
-		out->ninlines = (uint32_t) (k - 1);
+		size_t		n = (size_t) (k - 1);
+
+		out->inlines = hp_alloc(a, n * sizeof(char *));
+		out->call_files = hp_alloc(a, n * sizeof(char *));
+		out->call_lines = hp_alloc(a, n * sizeof(int));
+		for (size_t i = 0; i < n; i++)
+		{
+			const sym_level *l = &lv[n - i];
+
+			out->inlines[i] = sym_display_name(&s->names, a, l->name ? l->name : "??");
+			out->call_files[i] = l->call_file ? hp_strdup(a, l->call_file) : NULL;
+			out->call_lines[i] = l->call_line;
+		}
+		out->ninlines = (uint32_t) n;
 	}
 	return true;
 }
@@ -498,7 +553,7 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 	judge(s, mod, ix);
 	out->object = hp_strdup(a, ix->object);
 	out->allocator = ix->allocator;
-	if (!ix->has_elf || ix->mismatch)
+	if (ix->elf == NULL || ix->mismatch)
 	{
 		/* no trustworthy file: an offset in the object, and why */
 		snprintf(label, sizeof(label), "%.*s+0x%llx%s%s%s",

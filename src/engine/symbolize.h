@@ -21,12 +21,33 @@ typedef struct hp_symbol
 	const char *name;			/* function name or honest label, in the arena */
 	const char **inlines;		/* functions inlined at pc, innermost first */
 	uint32_t	ninlines;
-	const char *file;			/* source file, or NULL */
+	const char *file;			/* source file of pc, or NULL */
 	int			line;
+	/* where inlines[k] is called from the next level out (file may be NULL) */
+	const char **call_files;
+	int		   *call_lines;
 	const char *object;			/* object's file name, or NULL outside any */
 	uint64_t	start;			/* run-time start of the function, 0 if unknown */
 	bool		allocator;		/* inside the object that defines mallctl */
 } hp_symbol;
+
+/*
+ * The source location of level k of sym (0: the innermost inlined function,
+ * ninlines: the function itself), as addr2line -i gives it: the innermost
+ * level is at pc's line, each level out at its call of the level inside.
+ * NULL when unknown.
+ */
+static inline const char *
+hp_symbol_location(const hp_symbol *sym, uint32_t k, int *line)
+{
+	if (k == 0 || k > sym->ninlines)
+	{
+		*line = sym->line;
+		return sym->file;
+	}
+	*line = sym->call_lines ? sym->call_lines[k - 1] : 0;
+	return sym->call_files ? sym->call_files[k - 1] : NULL;
+}
 
 extern hp_symbolizer *hp_symbolizer_new(void);
 extern void hp_symbolizer_free(hp_symbolizer *s);
@@ -45,13 +66,29 @@ extern hp_status hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t l
  *    (without them, files are still checked against the maps' device and
  *    inode, "[replaced]", and "(deleted)", "[deleted]");
  *  - allocator_base, where the object defining mallctl is loaded (0 if
- *    unknown): its frames are cut even when its file changed on disk.
+ *    unknown): its frames are cut even when its file changed on disk (as
+ *    are those of any object named libjemalloc.so*);
+ *  - calls[0..ncalls): the profile's caller frames (return address - 1),
+ *    not copied, used until the next sync or expect: without a build-id, a
+ *    file with another inode than the maps' is trusted only when each of
+ *    them follows a call instruction in it.
  * HP_ENOMEM when the build-ids could not be copied: no file is trusted
  * then, every frame in an object is labelled "[build-id unknown]", until an
  * expect succeeds.
  */
 extern hp_status hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n,
-									  uint64_t allocator_base);
+									  uint64_t allocator_base, const uint64_t *calls,
+									  size_t ncalls);
+
+/*
+ * For each object judged for the current profile: its file name, what
+ * decided whether it is the file the process had ("build-id", "inode", the
+ * return addresses checked, ...) and the mismatch, or NULL.
+ */
+extern void hp_symbolizer_verdicts(hp_symbolizer *s,
+								   void (*each) (void *arg, const char *object,
+												 const char *evidence, const char *mismatch),
+								   void *arg);
 
 /* Name one address (already moved into its call instruction). */
 extern void hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out);

@@ -10,6 +10,7 @@
 void	   *tlib_entry(size_t size);
 void	   *exported_func(size_t size);
 void	   *inline_user(size_t size);
+void	   *deep_user(size_t size);
 
 static void *keep[4];
 
@@ -47,6 +48,23 @@ inline_user(size_t size)
 	return p;
 }
 
+/* two inlined levels: each level's file:line is its own call site */
+static inline __attribute__((always_inline)) void *
+inlined_twice(size_t size)
+{
+	void	   *p = inlined_alloc(size);
+
+	return p;
+}
+
+__attribute__((noinline)) void *
+deep_user(size_t size)
+{
+	void	   *p = inlined_twice(size);
+
+	return p;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -55,6 +73,7 @@ main(int argc, char **argv)
 	keep[0] = exported_func(1 << 20);
 	keep[1] = inline_user(2 << 20);
 	keep[2] = tlib_entry(3 << 20);
+	keep[3] = deep_user(4 << 20);
 	if (argc > 2)
 		unlink(argv[2]);
 	return mallctl("prof.dump", NULL, NULL, &path, sizeof(path)) != 0;
