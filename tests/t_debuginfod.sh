@@ -66,10 +66,11 @@ report() {	# report NAME [ENV...]: --symbols and --text of the dump, timed
 	e=$(date +%s%N)
 	echo $(((e - s) / 1000000))
 }
-same() {	# same A B: identical reports
-	cmp -s "$w/$1.sym" "$w/$2.sym" && cmp -s "$w/$1.txt" "$w/$2.txt" && return 0
+same() {	# same A B: identical reports, but for the evidence of how a file was found
+	cmp -s <(grep -v "^# identity " "$w/$1.sym") <(grep -v "^# identity " "$w/$2.sym") &&
+		cmp -s "$w/$1.txt" "$w/$2.txt" && return 0
 	echo "$1 differs from $2:"
-	diff "$w/$2.sym" "$w/$1.sym" | head -20
+	diff <(grep -v "^# identity " "$w/$2.sym") <(grep -v "^# identity " "$w/$1.sym") | head -20
 	diff "$w/$2.txt" "$w/$1.txt" | head -20
 	return 1
 }
@@ -104,7 +105,9 @@ grep -q "found by build-id" "$w/remote.err" || { echo "no word of what was fetch
 # the dump's path gone (another machine): executable and debug info fetched
 mv "$w/lib/hpt.so" "$w/hpt.so.away"
 msx=$(report remote_exe DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache2")
-same remote_exe local
+same remote_exe local || exit 1
+grep -q "^# identity .*/hpt.so: fetched by its recorded build-id" "$w/remote_exe.sym" ||
+	{ echo "the fetched executable is not said to be fetched:"; grep "^# identity" "$w/remote_exe.sym"; exit 1; }
 mv "$w/hpt.so.away" "$w/lib/hpt.so"
 # pg_heapprof --client-symbols: a live backend's profile, named here
 psql -X -q -At -d postgres -v ON_ERROR_STOP=1 -c "SELECT heapprof_enable()" -c "SELECT hp_dbgd.hold(4 * 1048576, 1048576)" \
