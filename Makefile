@@ -49,11 +49,12 @@ all: $(REPORT)
 $(REPORT): src/cli/heapprof-report.o src/fold_names.o $(ENGINE_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) -ldw -lelf -lz -lm -o $@
 
-# pg_heapprof: the libpq client.
+# pg_heapprof: the libpq client; --merge renders with the engine's graph and renderers.
 CLIENT = pg_heapprof
+CLIENT_ENGINE = $(ENGINE_OBJS)
 all: $(CLIENT)
-$(CLIENT): src/cli/pg_heapprof.c
-	$(CC) $(CFLAGS) -I$(includedir) $< $(LDFLAGS) -L$(libdir) -lpq -o $@
+$(CLIENT): src/cli/pg_heapprof.c $(CLIENT_ENGINE) $(HEADERS_ALL)
+	$(CC) $(CFLAGS) -I$(srcdir)/src -I$(includedir) $< $(CLIENT_ENGINE) $(LDFLAGS) -L$(libdir) -lpq -ldw -lelf -lz -lm -pthread -o $@
 
 install: install-report
 install-report: $(REPORT) $(CLIENT)
