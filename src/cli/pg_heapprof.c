@@ -219,6 +219,7 @@ static struct
 	const char *base_type;
 	bool		merge;
 	bool		svg_dot;		/* svg is Graphviz's drawing of the dot graph */
+	bool		several;		/* more than one server: messages name theirs */
 	const char *fold;
 	const char *objects;
 	const char *focus;
@@ -608,8 +609,9 @@ leak(server *s, int seconds, const char *format, params *p, const char *path)
 #define LIST_SQL "SELECT pid, backend_type, coalesce(usename, ''), application_name, coalesce(state, ''), " \
 	"CASE active WHEN true THEN 'on' WHEN false THEN 'off' ELSE '' END, " \
 	"coalesce(pg_catalog.pg_size_pretty(allocated_bytes), '') FROM @x.heapprof_backends() " \
-	"WHERE $1::text IS NULL OR backend_type OPERATOR(pg_catalog.=) $1 " \
-	"OR backend_type OPERATOR(pg_catalog.=) $2 ORDER BY pid"
+	"WHERE $1::text IS NULL OR (backend_type OPERATOR(pg_catalog.=) $1 " \
+	"OR backend_type OPERATOR(pg_catalog.=) $2) AND pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() " \
+	"ORDER BY pid"
 
 /* One row per frame (stack number, bytes, objects, frame; a stack without frames has one NULL frame). */
 #define STACKS_SQL "SELECT s.n, s.bytes, s.objects, f.name FROM (SELECT pg_catalog.row_number() OVER () AS n, " \
@@ -617,7 +619,17 @@ leak(server *s, int seconds, const char *format, params *p, const char *path)
 	"pid => $1::int) t) s LEFT JOIN LATERAL pg_catalog.unnest(s.frames) WITH ORDINALITY AS f(name, i) " \
 	"ON true ORDER BY s.n, f.i"
 
-/* A thread per server: connect, list, and query the chosen processes. */
+/* A server's notices (an empty profile, ...) name the server. */
+static void
+notice(void *arg, const char *message)
+{
+	fprintf(stderr, "%s: %s: %s", progname, ((server *) arg)->label, message);
+}
+
+/*
+ * A thread per server: connect, list, and query the chosen processes (by
+ * type, never this connection's own backend).
+ */
 static void *
 serve(void *arg)
 {
@@ -626,6 +638,8 @@ serve(void *arg)
 
 	if (!connect_server(s))
 		return NULL;
+	if (cfg.several)
+		PQsetNoticeProcessor(s->conn, notice, s);
 	s->procs = query(s, &s->pr, LIST_SQL, 2, sel, 0);
 	if (s->procs == NULL || cfg.type == NULL)
 		return NULL;
@@ -1135,6 +1149,7 @@ main(int argc, char **argv)
 	cfg.values[cfg.nkw++] = progname;
 	if (prompt)
 		password = getpass("Password: ");
+	cfg.several = nsv > 1;
 	cfg.may_prompt = nsv == 1 && !never_prompt && !prompt && isatty(fileno(stdin));
 
 	sv = xcalloc((size_t) nsv, sizeof(server));
