@@ -195,7 +195,7 @@ typedef struct target
 typedef struct server
 {
 	const char *conninfo;		/* -d or a line of --servers; NULL: libpq's defaults */
-	char		label[256];		/* host:port */
+	char		label[256];		/* host:port, or "server N" (its place on the command line) */
 	PGconn	   *conn;
 	bool		standby;
 	char		schema[2 * 64 + 3]; /* the extension's, quoted */
@@ -335,8 +335,9 @@ connect_server(server *s)
 		password = getpass("Password: ");
 		connect_once(s, password);
 	}
-	snprintf(s->label, sizeof(s->label), "%s:%s", PQhost(s->conn) ? PQhost(s->conn) : "",
-			 PQport(s->conn) ? PQport(s->conn) : "");
+	/* one libpq could not read keeps its "server N" label: it may hold a password */
+	if (PQhost(s->conn) && *PQhost(s->conn) && PQport(s->conn) && *PQport(s->conn))
+		snprintf(s->label, sizeof(s->label), "%s:%s", PQhost(s->conn), PQport(s->conn));
 	if (PQstatus(s->conn) != CONNECTION_OK)
 	{
 		set_problem(&s->pr, PQerrorMessage(s->conn), NULL);
@@ -722,10 +723,10 @@ collect(server *sv, int nsv, bool objects, hp_named_stack **out, const char ***f
 			PGresult   *res = sv[i].t[j].res;
 			const char *last = NULL;
 
+			hp_named_stack *st = NULL;
+
 			for (int r = 0; res && r < PQntuples(res); r++)
 			{
-				hp_named_stack *st = &(*out)[n - 1];
-
 				if (last == NULL || strcmp(last, PQgetvalue(res, r, 0)) != 0)
 				{
 					last = PQgetvalue(res, r, 0);
@@ -986,6 +987,7 @@ main(int argc, char **argv)
 	bool		failed = false;
 	server	   *sv;
 	int			nsv;
+	char		sql[512];
 	int			c;
 
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-?") == 0))
@@ -1089,7 +1091,7 @@ main(int argc, char **argv)
 	nsv = nconn ? nconn : 1;
 
 	/* which processes: --pid on one server, or --backend-type on all */
-	if (cfg.format && report_sql(cfg.format, (char[512]) {0}, 512) < 0)
+	if (cfg.format && report_sql(cfg.format, sql, sizeof(sql)) < 0)
 	{
 		fprintf(stderr, "%s: error: unknown format \"%s\"\n", progname, cfg.format);
 		fprintf(stderr, "%s: hint: use dot, svg, flamegraph, collapsed, pprof, raw, text or top\n", progname);
@@ -1153,8 +1155,11 @@ main(int argc, char **argv)
 	cfg.may_prompt = nsv == 1 && !never_prompt && !prompt && isatty(fileno(stdin));
 
 	sv = xcalloc((size_t) nsv, sizeof(server));
-	for (int i = 0; i < nconn; i++)
-		sv[i].conninfo = conninfos[i];
+	for (int i = 0; i < nsv; i++)
+	{
+		sv[i].conninfo = i < nconn ? conninfos[i] : NULL;
+		snprintf(sv[i].label, sizeof(sv[i].label), "server %d", i + 1);
+	}
 
 	if (pid)
 	{
