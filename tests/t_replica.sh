@@ -4,7 +4,9 @@
 #  - the extension, created on the primary after the standby started,
 #    arrives through WAL;
 #  - under a write workload the standby's startup process and walreceiver
-#    (and the primary's walsender) are enabled and reported by pid;
+#    (and the primary's walsender) are enabled and reported by pid; the
+#    startup process, idle at the end of WAL, answers within the default
+#    request timeout (from 16 it sleeps until WAL or a wake-up comes);
 #  - on the standby: session and persisted snapshots and exit dumps work
 #    (files under its own $PGDATA, no WAL) and the primary sees none of them;
 #  - pg_heapprof over both servers: --list shows both with their roles,
@@ -49,9 +51,6 @@ wait_for() {
 	done
 }
 
-# An idle startup process waits on its recovery latch, which a request's
-# signal does not set: it answers at its next wake-up, every 5 s.
-export PGOPTIONS="-c heapprof.request_timeout=15s"
 start_cluster primary "$P1" "$conf" "shared_preload_libraries = 'heapprof'" || fail "primary"
 as_pg mkdir -p "$sdir/sock"
 as_pg "$PGBIN/pg_basebackup" -h "$pdir/sock" -p "$P1" -U postgres -D "$sdir/data" -R -X stream -c fast \
