@@ -612,6 +612,7 @@ leak(server *s, int seconds, const char *format, params *p, const char *path)
 	"coalesce(pg_catalog.pg_size_pretty(allocated_bytes), '') FROM @x.heapprof_backends() " \
 	"WHERE $1::text IS NULL OR (backend_type OPERATOR(pg_catalog.=) $1 " \
 	"OR backend_type OPERATOR(pg_catalog.=) $2) AND pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() " \
+	"AND coalesce(application_name, '') OPERATOR(pg_catalog.<>) 'pg_heapprof' " \
 	"ORDER BY pid"
 
 /* One row per frame (stack number, bytes, objects, frame; a stack without frames has one NULL frame). */
@@ -629,7 +630,8 @@ notice(void *arg, const char *message)
 
 /*
  * A thread per server: connect, list, and query the chosen processes (by
- * type, never this connection's own backend).
+ * type, never a pg_heapprof session: this one, or another reading the same
+ * server meanwhile).
  */
 static void *
 serve(void *arg)
