@@ -885,10 +885,11 @@ list(server *sv, int nsv, bool objects)
 				   PQgetvalue(s->procs, r, 5), PQgetvalue(s->procs, r, 6));
 			if (cfg.merge && s->t[r].res)
 			{
+				double		v = s->t[r].base && totals[nt] != 0 ? -totals[nt] : totals[nt];
 				char		share[16];
 
-				hp_percent(s->t[r].base ? -totals[nt] : totals[nt], sum, share, sizeof(share));
-				printf(" %12lld %6s", hp_whole(s->t[r].base ? -totals[nt] : totals[nt]), share);
+				hp_percent(v, sum, share, sizeof(share));
+				printf(" %12lld %6s", hp_whole(v), share);
 			}
 			else if (cfg.merge)
 				printf(" %12s %6s", "error", "");
