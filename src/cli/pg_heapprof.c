@@ -153,6 +153,8 @@ set_problem(problem *pr, const char *msg, const char *hint)
 		len--;
 	pr->msg = strndup(msg, len);
 	pr->hint = hint ? strdup(hint) : NULL;
+	if (pr->msg == NULL || (hint && pr->hint == NULL))
+		fail("out of memory");
 }
 
 static void
@@ -669,8 +671,6 @@ serve(void *arg)
 	return NULL;
 }
 
-static const char *merge_what;
-
 static void *
 env_alloc(void *ctx, size_t size)
 {
@@ -693,7 +693,7 @@ env_error(void *ctx, hp_status code, const char *message)
 {
 	(void) ctx;
 	(void) code;
-	fail("%s: %s", merge_what, message);
+	fail("merge: %s", message);
 }
 
 /*
@@ -765,7 +765,6 @@ write_merged(server *sv, int nsv, const char *format, const char *path, bool obj
 	bool		ok;
 
 	env.ctx = &env;
-	merge_what = "merge";
 	o.measure = objects ? HP_INUSE_OBJECTS : HP_INUSE_SPACE;
 	o.drop_negative = drop_negative;
 	o.program = cfg.base_type ? "merged, minus base" : "merged";
