@@ -49,11 +49,12 @@ all: $(REPORT)
 $(REPORT): src/cli/heapprof-report.o src/cli/fetch.o src/fold_names.o $(ENGINE_OBJS)
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) -ldw -lelf -lz -lm -ldl -o $@
 
-# pg_heapprof: the libpq client.
+# pg_heapprof: the libpq client; --merge renders with the engine's graph and renderers.
 CLIENT = pg_heapprof
+CLIENT_ENGINE = $(ENGINE_OBJS)
 all: $(CLIENT)
-$(CLIENT): src/cli/pg_heapprof.c src/cli/client_report.c src/cli/client_report.h
-	$(CC) $(CFLAGS) -I$(includedir) $(filter %.c,$^) $(LDFLAGS) -L$(libdir) -lpq -o $@
+$(CLIENT): src/cli/pg_heapprof.c src/cli/client_report.c $(CLIENT_ENGINE) src/cli/client_report.h $(HEADERS_ALL)
+	$(CC) $(CFLAGS) -I$(srcdir)/src -I$(includedir) $(filter %.c,$^) $(CLIENT_ENGINE) $(LDFLAGS) -L$(libdir) -lpq -ldw -lelf -lz -lm -pthread -o $@
 
 install: install-report
 install-report: $(REPORT) $(CLIENT)

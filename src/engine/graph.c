@@ -279,37 +279,11 @@ reduce(hp_arena *a, hp_graph *g)
 	}
 }
 
-void
-hp_build_graph(hp_arena *a, const hp_profile *p, const hp_located *pl,
-			   const hp_profile *base, const hp_located *bl,
-			   const hp_options *o, hp_graph *g)
+/* With every stack added: drop_negative, the total, focus / ignore, flat and cum. */
+static void
+finish(hp_arena *a, const hp_options *o, hp_graph *g)
 {
-	builder		b;
-	pc_table	cur;
-	pc_table	old;
 	size_t		kept = 0;
-
-	memset(g, 0, sizeof(*g));
-	memset(&b, 0, sizeof(b));
-	b.a = a;
-	b.env = a->env;
-	b.g = g;
-	b.o = o;
-	if (p->nsamples > UINT32_MAX - 1 || (base && base->nsamples > UINT32_MAX - 1))
-		hp_fail(a->env, HP_ELIMIT, "too many stacks in the heap profile");
-	hp_map_init(&b.funcs, a);
-	hp_map_init(&b.paths, a);
-
-	/* the current profile first: its functions and paths come first */
-	classify_pcs(&b, p, pl, &cur);
-	add_stacks(&b, p, &cur, 1);
-	g->pc_first = cur.first;
-	g->pc_funcs = cur.funcs;
-	if (base)
-	{
-		classify_pcs(&b, base, bl, &old);
-		add_stacks(&b, base, &old, -1);
-	}
 
 	for (size_t k = 0; k < g->npaths; k++)
 	{
@@ -333,4 +307,87 @@ hp_build_graph(hp_arena *a, const hp_profile *p, const hp_located *pl,
 	}
 	g->npaths = kept;
 	reduce(a, g);
+}
+
+void
+hp_build_graph(hp_arena *a, const hp_profile *p, const hp_located *pl,
+			   const hp_profile *base, const hp_located *bl,
+			   const hp_options *o, hp_graph *g)
+{
+	builder		b;
+	pc_table	cur;
+	pc_table	old;
+
+	memset(g, 0, sizeof(*g));
+	memset(&b, 0, sizeof(b));
+	b.a = a;
+	b.env = a->env;
+	b.g = g;
+	b.o = o;
+	if (p->nsamples > UINT32_MAX - 1 || (base && base->nsamples > UINT32_MAX - 1))
+		hp_fail(a->env, HP_ELIMIT, "too many stacks in the heap profile");
+	hp_map_init(&b.funcs, a);
+	hp_map_init(&b.paths, a);
+
+	/* the current profile first: its functions and paths come first */
+	classify_pcs(&b, p, pl, &cur);
+	add_stacks(&b, p, &cur, 1);
+	g->pc_first = cur.first;
+	g->pc_funcs = cur.funcs;
+	if (base)
+	{
+		classify_pcs(&b, base, bl, &old);
+		add_stacks(&b, base, &old, -1);
+	}
+
+	finish(a, o, g);
+}
+
+void
+hp_graph_from_stacks(hp_arena *a, const hp_named_stack *s, size_t n,
+					 const hp_options *o, hp_graph *g)
+{
+	builder		b;
+	hp_symbol	nosym;
+	uint32_t   *seq = NULL;
+	size_t		cap = 0;
+
+	memset(g, 0, sizeof(*g));
+	memset(&b, 0, sizeof(b));
+	memset(&nosym, 0, sizeof(nosym));
+	b.a = a;
+	b.env = a->env;
+	b.g = g;
+	b.o = o;
+	if (n > UINT32_MAX - 1)
+		hp_fail(a->env, HP_ELIMIT, "too many stacks to merge");
+	hp_map_init(&b.funcs, a);
+	hp_map_init(&b.paths, a);
+	for (size_t i = 0; i < n; i++)
+	{
+		double		sign = s[i].base ? -1 : 1;
+		bool		added;
+		size_t		k;
+
+		hp_work(a->env, s[i].nframes + 1);
+		if (s[i].nframes)
+			HP_RESERVE(a, seq, cap, s[i].nframes - 1);
+		for (uint32_t j = 0; j < s[i].nframes; j++)
+			seq[j] = intern_func(&b, s[i].frames[j], &nosym, 0);
+		k = hp_map_put(&b.paths, seq, s[i].nframes * sizeof(uint32_t), &added);
+		if (added)
+		{
+			HP_RESERVE(a, g->paths, b.paths_cap, k);
+			g->paths[k].frames = hp_alloc(a, (s[i].nframes + 1) * sizeof(uint32_t));
+			if (s[i].nframes)
+				memcpy(g->paths[k].frames, seq, s[i].nframes * sizeof(uint32_t));
+			g->paths[k].nframes = s[i].nframes;
+			g->npaths = k + 1;
+		}
+		g->paths[k].bytes += sign * s[i].bytes;
+		g->paths[k].objs += sign * s[i].objs;
+		if (!s[i].base)
+			g->paths[k].current += o->measure == HP_INUSE_OBJECTS ? s[i].objs : s[i].bytes;
+	}
+	finish(a, o, g);
 }

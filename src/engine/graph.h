@@ -120,6 +120,25 @@ extern void hp_build_graph(hp_arena *a, const hp_profile *p, const hp_located *p
 						   const hp_profile *base, const hp_located *bl,
 						   const hp_options *o, hp_graph *g);
 
+/* A stack symbolized elsewhere: function names, leaf first, and its values. */
+typedef struct hp_named_stack
+{
+	const char *const *frames;
+	uint32_t	nframes;
+	bool		base;			/* subtracted instead of added */
+	double		bytes;
+	double		objs;
+} hp_named_stack;
+
+/*
+ * The graph of stacks named, cut and filtered elsewhere (heapprof_stacks rows
+ * of several processes, pg_heapprof --merge): summed per function sequence,
+ * base stacks subtracted, as hp_build_graph does with a base.  Functions
+ * have no location or object, and pc_first / pc_funcs are NULL.
+ */
+extern void hp_graph_from_stacks(hp_arena *a, const hp_named_stack *s, size_t n,
+								 const hp_options *o, hp_graph *g);
+
 #define HP_INLINE_SUFFIX " (inline)"
 
 /* jeprof's TranslateStack skips kernel addresses in function views. */

@@ -19,6 +19,8 @@
 #include <limits.h>
 #include <signal.h>
 
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
@@ -311,6 +313,9 @@ hpg_request(int pid, hpg_op op, int arg, const char *path, hpg_answer *out)
 			{
 				count_ring(proc, pid);
 				SendProcSignal(pid, PROCSIG_LOG_MEMORY_CONTEXT, signal_id);
+				/* an idle startup process sleeps on its recovery latch, not on MyLatch */
+				if (RecoveryInProgress())
+					WakeupRecovery();
 				signalled = now;
 			}
 			ConditionVariableTimedSleep(&hpg_shmem->cv, 100, PG_WAIT_EXTENSION);

@@ -157,6 +157,28 @@ main(void)
 	build(&o, false, &g);
 	T_CHECK("graph focus matches inlined names", g.local_total == 7, "local %g", g.local_total);
 
+	{
+		/* two processes merged, one subtracted: the sums of pg_heapprof --merge */
+		static const char *const f1[] = {"leaf", "mid", "main"};
+		static const char *const f2[] = {"rec", "main"};
+		const hp_named_stack s[] = {
+			{f1, 3, false, 100, 1}, {f2, 2, false, 20, 2}, {f1, 3, false, 50, 1}, {f1, 3, true, 30, 1},
+			{f2, 2, true, 25, 1}, {NULL, 0, false, 4, 1},
+		};
+
+		o = (hp_options) HP_OPTIONS_DEFAULT;
+		hp_graph_from_stacks(&arena, s, 6, &o, &g);
+		path = path_of(&g, "leaf");
+		T_CHECK("graph from named stacks sums and subtracts per path", g.npaths == 3 && path &&
+				path->bytes == 120 && path->current == 150 && g.total == 120 - 5 + 4 &&
+				func(&g, "main")->cum == 115 && func(&g, "rec")->flat == -5,
+				"%zu paths, total %g", g.npaths, g.total);
+		o.drop_negative = true;
+		hp_graph_from_stacks(&arena, s, 6, &o, &g);
+		T_CHECK("graph from named stacks drop_negative", g.total == 124 && func(&g, "rec")->flat == 0,
+				"total %g", g.total);
+	}
+
 	hp_arena_free(&arena);
 	T_CHECK("graph frees what it took", env.allocs == 0, "%ld blocks live", env.allocs);
 	return t_exit();
