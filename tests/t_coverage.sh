@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # t_coverage.sh -- what a report covers, and the hints that say why a profile
 # is empty (cluster (a): prof_active:false, heapprof preloaded):
-#  - sampling_since in heapprof_status() and heapprof_backends(), own and by
-#    pid: NULL before any sampling, set by heapprof_enable(), kept by
-#    heapprof_disable(), moved by heapprof_reset(), the backend's start with
-#    heapprof.enable_at_start;
+#  - sampling_since in heapprof_status(), heapprof_backends() and pg_heapprof
+#    --list, own and by pid: NULL before any sampling, set by
+#    heapprof_enable(), kept by heapprof_disable(), moved by heapprof_reset(),
+#    the backend's start with heapprof.enable_at_start;
 #  - a session holding 48 MB from before heapprof_enable(): every report
 #    NOTICEs that the profile holds only part of what was allocated (own and
 #    by pid), text and dot carry the coverage line, a persisted snapshot
@@ -74,6 +74,9 @@ grep -q "HINT:  Sampling is active in process $bg, but no sampled allocation is 
 out=$(q -c "SELECT sampling_since BETWEEN now() - interval '1 minute' AND clock_timestamp() FROM heapprof_status(pid => $bg)" \
 	-c "SELECT sampling_since IS NOT NULL FROM heapprof_backends() WHERE pid = $bg" 2>&1 | tr '\n' ' ')
 [ "$out" = "t t " ] || { echo "pid sampling_since: $out"; exit 1; }
+"$HP_TOP/pg_heapprof" -d postgres --list >"$w/list" &&
+	grep -qE "^ *$bg  .* on .* [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} " "$w/list" ||
+	{ echo "pg_heapprof --list shows no sampling since:"; cat "$w/list"; exit 1; }
 echo "SELECT heapprof_test_hold(1048576);" >&"${BG[1]}"
 read -r -t 20 _ <&"${BG[0]}"
 out=$(q -c "SELECT count(*) > 0 FROM heapprof_top(pid => $bg)" \

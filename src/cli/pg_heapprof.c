@@ -629,7 +629,8 @@ leak(server *s, int seconds, const char *format, params *p, const char *path)
 
 #define LIST_SQL "SELECT pid, backend_type, coalesce(usename, ''), application_name, coalesce(state, ''), " \
 	"CASE active WHEN true THEN 'on' WHEN false THEN 'off' ELSE '' END, " \
-	"coalesce(pg_catalog.pg_size_pretty(allocated_bytes), '') FROM @x.heapprof_backends() " \
+	"coalesce(pg_catalog.pg_size_pretty(allocated_bytes), ''), " \
+	"coalesce(pg_catalog.to_char(sampling_since, 'YYYY-MM-DD HH24:MI:SS'), '') FROM @x.heapprof_backends() " \
 	"WHERE $1::text IS NULL OR (backend_type OPERATOR(pg_catalog.=) $1 " \
 	"OR backend_type OPERATOR(pg_catalog.=) $2) AND pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() " \
 	"AND coalesce(application_name, '') OPERATOR(pg_catalog.<>) 'pg_heapprof' " \
@@ -855,7 +856,7 @@ extension(const char *format)
 	return "out";
 }
 
-#define LIST_LINE "%8s  %-22s %-12s %-18s %-14s %-9s %-10s"
+#define LIST_LINE "%8s  %-22s %-12s %-18s %-14s %-9s %-10s %-19s"
 
 /* One table over every server; with --merge, each process's share of the sum. */
 static void
@@ -876,7 +877,8 @@ list(server *sv, int nsv, bool objects)
 			for (int j = 0; j < sv[i].nt; j++, k++)
 				sum += sv[i].t[j].base ? -totals[k] : totals[k];
 	}
-	printf(LIST_LINE, "pid", "backend_type", "user", "application", "state", "profiling", "allocated");
+	printf(LIST_LINE, "pid", "backend_type", "user", "application", "state", "profiling", "allocated",
+		   "sampling since");
 	if (cfg.merge)
 		printf(" %12s %6s", objects ? "objects" : "profiled", "share");
 	printf("  %-24s %s\n", "server", "role");
@@ -889,7 +891,7 @@ list(server *sv, int nsv, bool objects)
 		if (s->procs == NULL)
 		{
 			printf(LIST_LINE, "-", PQstatus(s->conn) == CONNECTION_OK ? "(error)" : "(unreachable)",
-				   "", "", "", "", "");
+				   "", "", "", "", "", "");
 			if (cfg.merge)
 				printf(" %12s %6s", "", "");
 			printf("  %-24s %s\n", s->label, role);
@@ -899,7 +901,8 @@ list(server *sv, int nsv, bool objects)
 		{
 			printf(LIST_LINE, PQgetvalue(s->procs, r, 0), PQgetvalue(s->procs, r, 1),
 				   PQgetvalue(s->procs, r, 2), PQgetvalue(s->procs, r, 3), PQgetvalue(s->procs, r, 4),
-				   PQgetvalue(s->procs, r, 5), PQgetvalue(s->procs, r, 6));
+				   PQgetvalue(s->procs, r, 5), PQgetvalue(s->procs, r, 6),
+				   PQgetvalue(s->procs, r, 7));
 			if (cfg.merge && s->t[r].res)
 			{
 				double		v = s->t[r].base && totals[nt] != 0 ? -totals[nt] : totals[nt];
