@@ -22,7 +22,9 @@ unset PGHOST PGPORT PGUSER PGDATABASE
 [ "$("${PG_CONFIG:-pg_config}" --bindir 2>/dev/null)" = /usr/lib/postgresql/15/bin ] ||
 	{ echo "skipped: PG_CONFIG is not Debian's PostgreSQL 15"; exit 0; }
 pkg=postgresql-15-heapprof
-if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
+# HP_FROM_PACKAGE: tests/run installed the package for the whole suite; use it
+preinstalled=${HP_FROM_PACKAGE:+1}
+if [ -z "$preinstalled" ] && dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
 	echo "$pkg is installed already; this test installs and purges it, remove it first"
 	exit 1
 fi
@@ -51,20 +53,23 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "$*"; exit 1; }
 
-build=$SECONDS
-make -s deb DEB_OUT="$work/debs" DEB_BUILD="$work/build" >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log"; fail "make deb failed"; }
-build=$((SECONDS - build))
-deb=$(ls "$work"/debs/${pkg}_*.deb 2>/dev/null | head -n 1)
-[ -n "$deb" ] || fail "make deb made no $pkg package: $(ls "$work/debs")"
+build=0
+if [ -z "$preinstalled" ]; then
+	build=$SECONDS
+	make -s deb DEB_OUT="$work/debs" DEB_BUILD="$work/build" >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log"; fail "make deb failed"; }
+	build=$((SECONDS - build))
+	deb=$(ls "$work"/debs/${pkg}_*.deb 2>/dev/null | head -n 1)
+	[ -n "$deb" ] || fail "make deb made no $pkg package: $(ls "$work/debs")"
 
-# keep the files the package will replace
-while read -r f; do
-	f=${f#.}
-	[ -f "$f" ] && { mkdir -p "$work/saved$(dirname "$f")"; cp -a "$f" "$work/saved$f"; }
-done < <(dpkg-deb --fsys-tarfile "$deb" | tar -t | grep -v '/$')
-installed=1
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=120 --no-install-recommends "$deb" \
-	>"$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "apt-get install $deb failed"; }
+	# keep the files the package will replace
+	while read -r f; do
+		f=${f#.}
+		[ -f "$f" ] && { mkdir -p "$work/saved$(dirname "$f")"; cp -a "$f" "$work/saved$f"; }
+	done < <(dpkg-deb --fsys-tarfile "$deb" | tar -t | grep -v '/$')
+	installed=1
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=120 --no-install-recommends "$deb" \
+		>"$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "apt-get install $deb failed"; }
+fi
 # on the PATH of a login shell, not only in the server's bindir
 for c in pg_heapprof heapprof-report; do
 	p=$(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v $c)
