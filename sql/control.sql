@@ -10,14 +10,16 @@ SELECT pid = pg_backend_pid() AS own_pid, jemalloc, jemalloc_version ~ '^5\.' AS
        hint IS NULL OR hint LIKE 'No debug info for %' AS hint_ok
 FROM heapprof_status();
 
--- debug info: postgres and heapprof.so (built -g) among the objects, each
--- with its build-id and where its debug info is or would be; a hint exactly
--- when some object lacks it
+-- debug info: postgres and heapprof.so among the objects, each with its
+-- build-id and where its debug info is or would be (heapprof.so's own DWARF
+-- when built -g from the tree, the .build-id path from the Debian package); a
+-- hint exactly when some object lacks it
 SELECT bool_or(object ~ '/postgres$') AS has_postgres, bool_or(object ~ '/heapprof\.so$') AS has_heapprof,
        bool_and(build_id ~ '^[0-9a-f]{16,}$') AS build_ids,
        bool_and(debug_info OR debug_file = '/usr/lib/debug/.build-id/' || substr(build_id, 1, 2) || '/'
                                            || substr(build_id, 3) || '.debug') AS where_looked,
-       bool_or(object ~ '/heapprof\.so$' AND debug_info AND debug_file = object) AS heapprof_has_dwarf
+       bool_or(object ~ '/heapprof\.so$' AND ((debug_file = object) = debug_info OR debug_file LIKE '/usr/lib/debug/%'))
+         AS heapprof_where_found
 FROM heapprof_objects();
 SELECT missing_debug_info = coalesce((SELECT array_agg(regexp_replace(object, '^.*/', ''))
                                       FROM heapprof_objects() WHERE NOT debug_info), '{}') AS same_missing,
