@@ -187,8 +187,8 @@ for f in top text flamegraph pprof collapsed dot; do
 	cli --report "$f" --pid "$dbg" -o "$w.$f" || { echo "README grants: --report $f failed"; exit 1; }
 done
 cli --seconds 1 --report top --pid "$dbg" -o "$w.leak" 2>/dev/null || { echo "README grants: --seconds failed"; exit 1; }
-cli --client-symbols --report text --pid "$dbg" -o "$w.client" 2>/dev/null && grep -q "^Total: " "$w.client" ||
-	{ echo "README grants: --client-symbols failed"; exit 1; }
+cli --client-symbols --report text --pid "$dbg" -o "$w.client" 2>"$w.client.err" ||
+	{ echo "README grants: --client-symbols failed:"; cat "$w.client.err" "$w.client"; exit 1; }
 PGUSER=hp_dbg q -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('hp_dbg1', true)" \
 	-c "SELECT count(*) FROM heapprof_stacks(base => 'hp_dbg1')" -c "SELECT count(*) FROM heapprof_snapshots()" \
 	-c "SELECT heapprof_drop_snapshot('hp_dbg1')" -c "SELECT count(*) FROM heapprof_dumps()" >/dev/null ||
