@@ -227,6 +227,9 @@ static const char script[] =
 	"    f.querySelector('rect').setAttribute('fill', on ? 'rgb(230,0,230)' : f.dataset.fill);\n"
 	"    if (on) spans.push([+f.dataset.lo, +f.dataset.hi]);\n"
 	"  });\n"
+	"  Array.prototype.forEach.call(document.getElementsByClassName('h'), function (f) {\n"
+	"    if (term !== '' && re.test(f.dataset.name)) spans.push([+f.dataset.lo, +f.dataset.hi]);\n"
+	"  });\n"
 	"  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
 	"  spans.forEach(function (s) { if (s[1] > end) { hit += s[1] - Math.max(s[0], end); end = s[1]; } });\n"
 	"  matched.textContent = term === '' ? ' ' : 'Matched: ' + Math.round(hit) + ' ' + unit + ', ' +\n"
@@ -348,8 +351,17 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 				cx += nodes[c - 1].width;
 				stack[sp++] = c - 1;
 			}
-			if (w < MIN_WIDTH)
+			if (nd->width <= 0)
 				continue;
+			/* too narrow to draw, but searched: a match must count its stacks */
+			if (w < MIN_WIDTH)
+			{
+				hp_buf_printf(out, "<g class=\"h\" data-lo=\"%.3f\" data-hi=\"%.3f\" data-name=\"",
+							  nd->x, nd->x + nd->width);
+				xml_text(out, fn->name, 1000);
+				hp_buf_printf(out, "\"/>\n");
+				continue;
+			}
 			frame_color(o, fn, nd->delta, max_delta, diff, color, sizeof(color));
 			if (diff)
 				snprintf(amount, sizeof(amount), "%.0f %s now, %+.0f %s", nd->width, unit, nd->delta, unit);
