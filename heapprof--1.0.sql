@@ -120,7 +120,8 @@ CREATE FUNCTION @extschema@.heapprof_dump_text(
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
     dump text DEFAULT NULL,
-    pid integer DEFAULT NULL)
+    pid integer DEFAULT NULL,
+    order_by text DEFAULT 'flat')
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_text'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -147,7 +148,8 @@ CREATE FUNCTION @extschema@.heapprof_top(
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
     dump text DEFAULT NULL,
-    pid integer DEFAULT NULL)
+    pid integer DEFAULT NULL,
+    order_by text DEFAULT 'flat')
 RETURNS TABLE(
     rank integer,
     flat_bytes bigint,
@@ -274,9 +276,9 @@ REVOKE ALL ON FUNCTION
     @extschema@.heapprof_backends(),
     @extschema@.heapprof_requests(),
     @extschema@.heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean, boolean, text, boolean, text, integer),
-    @extschema@.heapprof_dump_text(integer, boolean, text, text, boolean, boolean, text, boolean, text, integer),
+    @extschema@.heapprof_dump_text(integer, boolean, text, text, boolean, boolean, text, boolean, text, integer, text),
     @extschema@.heapprof_dump_collapsed(boolean, text, text, boolean, text, boolean, text, integer),
-    @extschema@.heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer),
+    @extschema@.heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text),
     @extschema@.heapprof_stacks(text, text, boolean, text, boolean, text, integer),
     @extschema@.heapprof_dump_flamegraph(boolean, text, text, boolean, text, boolean, text, integer, text),
     @extschema@.heapprof_dump_pprof(boolean, text, text, boolean, text, boolean, text, integer),

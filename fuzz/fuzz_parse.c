@@ -120,7 +120,7 @@ pipeline(hp_arena *a, const char *text, size_t size, const hp_options *o)
 	hp_render_text(a, &g, o, SIZE_MAX, &out);
 	hp_render_dot(a, &g, o, &out);
 	hp_render_collapsed(a, &g, &out);
-	hp_top(a, &g, 20, &rows);
+	hp_top(a, &g, 20, size % 4 > 1, &rows);
 	hp_render_flamegraph(a, &g, o, "fuzz", size % 2, &out);
 	hp_buf_init(&out, a);
 	hp_render_pprof(a, &p, &pl, &g, o, &out);

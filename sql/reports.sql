@@ -22,6 +22,12 @@ WHERE function LIKE 'hpt%' OR function = 'heapprof_test_hold' ORDER BY function;
 SELECT rank, flat_bytes, flat_pct > 90 AS most, function, location LIKE '%heapprof_test.c:%' AS has_line
 FROM heapprof_top(1);
 SELECT flat_bytes, cum_bytes FROM heapprof_top(50, objects => true) WHERE function = 'hpt_leaf_alloc';
+-- by cum (jeprof --cum): every stack is rooted in _start, so the first row holds it all
+SELECT rank, cum_pct FROM heapprof_top(1, order_by => 'cum');
+SELECT count(*) AS out_of_order FROM (
+  SELECT cum_bytes, lag(cum_bytes) OVER (ORDER BY rank) AS prev FROM heapprof_top(1000, order_by => 'cum')) s
+WHERE prev < cum_bytes - 1;
+SELECT count(*) AS rooted_first FROM heapprof_dump_text(1, order_by => 'cum') AS line WHERE line ~ ' 100\.0% \S+$';
 SELECT bytes, objects, frames[1:4] FROM heapprof_stacks() WHERE frames[1] = 'hpt_leaf_alloc';
 -- every stack ends in main, after the allocator's own frames are cut
 SELECT count(*) > 0 AS stacks, bool_and(frames[array_upper(frames, 1)] = '_start') AS rooted,
@@ -85,6 +91,8 @@ SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot(nodefraction => 2)')
 SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot(edgefraction => ''NaN'')');
 SELECT heapprof_test_error('SELECT * FROM heapprof_dump_dot(edgefraction => NULL)');
 SELECT heapprof_test_error('SELECT * FROM heapprof_dump_text(-5)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(order_by => NULL)');
+SELECT heapprof_test_error('SELECT * FROM heapprof_dump_text(order_by => ''bytes'')');
 SELECT heapprof_test_error('SELECT * FROM heapprof_dump_collapsed(ignore => ''[z-a]'')');
 -- hostile patterns: PostgreSQL's regex engine refuses or can be cancelled; the backend survives
 SELECT heapprof_test_error('SELECT * FROM heapprof_top(focus => repeat(''('', 20000) || ''a'' || repeat('')'', 20000))');

@@ -5,7 +5,9 @@
 #    heapprof-report), text, top; leak mode writes what grew meanwhile;
 #  - go tool pprof -top on the pprof output agrees with heapprof_top;
 #  - the flame graph loads in headless Chromium and its script finds the
-#    expected top frame (screenshot kept in $HP_ARTIFACTS, not in git);
+#    expected top frame (screenshot kept in $HP_ARTIFACTS, not in git); its
+#    search (?s=REGEX) tells heapprof_top's cum_bytes and cum_pct for a
+#    function, and counts each stack once when several of its frames match;
 #  - pg_heapprof fails cleanly on a wrong password, a database without the
 #    extension, a bad pid and bad arguments.
 set -euo pipefail
@@ -18,7 +20,7 @@ cleanup() {
 	[ -n "${TARGET_PID:-}" ] && kill "$TARGET_PID" 2>/dev/null || true
 	sed -i '/heapprof_pw/d' "$hba" 2>/dev/null || true
 	psql -X -q -d postgres -c "SELECT pg_reload_conf()" -c "DROP ROLE IF EXISTS heapprof_pw" \
-		-c "SELECT heapprof_drop_snapshot(name) FROM heapprof_snapshots() WHERE name = 'hp_fmt'" \
+		-c "SELECT heapprof_drop_snapshot(name) FROM heapprof_snapshots() WHERE name IN ('hp_fmt', 'hp_search')" \
 		-c "DROP DATABASE IF EXISTS heapprof_noext" >/dev/null 2>&1 || true
 	rm -rf "$w"
 }
@@ -58,6 +60,21 @@ diff <(q -c "SELECT * FROM heapprof_dump_text(dump => 'hp_fmt', fold => false)")
 	fail "heapprof-report --nofold and SQL fold => false differ"
 q -c "SELECT heapprof_drop_snapshot('hp_fmt')" >/dev/null
 
+# for the flame graph's search: a stored profile of many functions, as a flame graph and by cum
+q -c "SELECT heapprof_enable()" -c "CREATE TEMP TABLE hp_t AS SELECT g, md5(g::text) FROM generate_series(1, 1000) g" \
+	-c "SELECT count(*) FROM hp_t, pg_class" -c "SELECT heapprof_test_hold_palloc(2097152, 8192)" \
+	-c "SELECT heapprof_test_hold(1048576)" \
+	-c "SELECT heapprof_snapshot('hp_search', true)" >/dev/null
+q -c "SELECT heapprof_dump_flamegraph(dump => 'hp_search')" > "$w/search.svg"
+q -c "SELECT function, cum_bytes, cum_pct FROM heapprof_top(1000000, dump => 'hp_search', order_by => 'cum')" > "$w/cum.top"
+names=$(awk -F'|' '$1 ~ /^[A-Za-z_][A-Za-z0-9_]*$/ { print $1 }' "$w/cum.top" | sed -n '1p;3p;6p;12p;24p;48p')
+# the stacks through any of three of them, each once (exact: every allocation is sampled)
+set -- $(sed -n '4p;5p;6p' <<<"$names")
+any=$(q -c "SELECT sum(bytes) FILTER (WHERE frames && ARRAY['$1', '$2', '$3']),
+	round(100.0 * sum(bytes) FILTER (WHERE frames && ARRAY['$1', '$2', '$3']) / sum(bytes), 1)
+	FROM heapprof_stacks(dump => 'hp_search')" | tr '|' ' ')
+q -c "SELECT heapprof_drop_snapshot('hp_search')" >/dev/null
+
 # go tool pprof agrees with heapprof_top
 export HOME=${HOME:-$w} GOCACHE=$w/go
 go tool pprof -top -sample_index=inuse_space -unit=B "$w/out.pprof" > "$w/pprof.top" 2>&1 || { cat "$w/pprof.top"; fail "go tool pprof"; }
@@ -78,6 +95,30 @@ grep -q 'id="details"[^>]*>Top frame: hpt_leaf_alloc<' "$w/dom.html" || { grep -
 "${chrome[@]}" --screenshot="$art/flamegraph.png" --window-size=1200,900 "file://$w/flame.svg" >/dev/null 2>&1 ||
 	fail "screenshot"
 [ -s "$art/flamegraph.png" ] || fail "empty screenshot"
+# search REGEX: "bytes pct" the flame graph's search shows
+search() {
+	local s=$1 i c u=
+	for ((i = 0; i < ${#s}; i++)); do
+		c=${s:i:1}
+		case $c in [A-Za-z0-9_]) u+=$c ;; *) u+=$(printf '%%%02X' "'$c") ;; esac
+	done
+	"${chrome[@]}" --dump-dom "file://$w/search.svg?s=$u" 2>/dev/null |
+		sed -n 's/.*id="matched"[^>]*>Matched: \([0-9]*\) bytes, \([0-9.]*\)% of [0-9]*<.*/\1 \2/p'
+}
+# cum FUNCTION: "cum_bytes cum_pct" of heapprof_top
+cum() { awk -F'|' -v f="$1" '$1 == f { print $2, $3 }' "$w/cum.top"; }
+same() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " ")
+	exit !(x[1] != "" && x[1] - y[1] <= 1 && y[1] - x[1] <= 1 && x[2] + 0 == y[2] + 0) }'; }
+# plain names at several ranks of the cum order
+for fn in $names; do
+	got=$(search "^$fn\$")
+	same "$got" "$(cum "$fn")" || fail "search $fn shows '$got', heapprof_top's cum is '$(cum "$fn")'"
+done
+# three frames of one stack match: it counts once, as hpt_outer's cum
+got=$(search '^(hpt_outer|hpt_middle|hpt_leaf_alloc)$')
+same "$got" "$(cum hpt_outer)" || fail "search of a chain shows '$got', hpt_outer's cum is '$(cum hpt_outer)'"
+got=$(search "^($1|$2|$3)\$")
+same "$got" "$any" || fail "search ^($1|$2|$3)\$ shows '$got', the stacks through them hold '$any'"
 
 # leak mode: the session grows while pg_heapprof watches
 cli --seconds 2 --report text --pid "$pid" -o "$w/leak.txt" 2> "$w/leak.err" &
@@ -109,4 +150,4 @@ cli --report nosuch --pid "$pid" 2>/dev/null; [ $? = 2 ] || fail "bad format: ex
 cli --report text 2>/dev/null; [ $? = 2 ] || fail "missing --pid: exit status"
 set -e
 ./pg_heapprof --help | grep -q '^Usage:' || fail "--help"
-echo "formats: every pg_heapprof format, pprof agrees with go tool pprof, flame graph in Chromium, clean failures"
+echo "formats: every pg_heapprof format, pprof agrees with go tool pprof, flame graph in Chromium (its search = heapprof_top's cum), clean failures"

@@ -10,7 +10,9 @@
 #    functions, verbatim, but for whole numbers (bytes, objects, collapsed
 #    values): within 1, as heapprof's rows add up to its Total;
 #  - the multiset of flat values over all rows, and of collapsed values;
-#  - the same for a later dump minus an earlier one (--base).
+#  - with --cum, the program's rows in jeprof's order;
+#  - the same for a later dump minus an earlier one (--base), whose header
+#    says what grew and shrank, as the sums of jeprof's own stacks.
 # Names outside the program may differ on purpose: jeprof names static code
 # in stripped libraries after the nearest export (heapprof labels it
 # honestly) and treats inline frames per library.
@@ -55,8 +57,13 @@ check_text() {
 	local dump=$1 j h
 	shift
 	j=$(jeprof_out --text "$@" "$work/oracle" "$dump")
-	h=$(./heapprof-report --text "$@" "$dump")
+	# the diff's explanation of its percentages is heapprof's own (checked below)
+	h=$(./heapprof-report --text "$@" "$dump" | grep -v '^Diff: ')
 	[ "$(head -n1 <<<"$j")" = "$(head -n1 <<<"$h")" ] || fail "total $* $dump"
+	order() { grep -E " ($funcs)\$" | awk '{print $NF}'; }
+	case " $* " in *" --cum "*)
+		diff <(order <<<"$j") <(order <<<"$h") || fail "order by cum $* $dump"
+	esac
 	near <(own_rows <<<"$j") <(own_rows <<<"$h") || fail "rows $* $dump"
 	near <(tail -n +2 <<<"$j" | flat_values) <(tail -n +2 <<<"$h" | flat_values) || fail "flat values $* $dump"
 	diff <(tail -n +2 <<<"$j" | flat_pcts) <(tail -n +2 <<<"$h" | flat_pcts) || fail "flat shares $* $dump"
@@ -114,6 +121,8 @@ for dump in "$work/exact.heap" "$work/sampled.heap"; do
 	check_text "$dump" --ignore=worker
 	min_rows=2
 	check_text "$dump" --focus=rec
+	check_text "$dump" --cum
+	check_text "$dump" --cum --show_bytes
 	check_collapsed "$dump"
 	min_edges=5
 	check_dot "$dump"
@@ -126,6 +135,17 @@ dump=$work/after.heap
 min_rows=3
 check_text "$dump" --base="$work/before.heap" --show_bytes
 check_text "$dump" --base="$work/before.heap" --drop_negative
+check_text "$dump" --base="$work/before.heap"
+check_text "$dump" --base="$work/before.heap" --cum
+# the header explains the shares: grew and shrank as jeprof's stacks sum them, of the net
+read -r grew shrank < <(jeprof_out --collapsed --base="$work/before.heap" "$work/oracle" "$dump" |
+	awk '{ v = $NF } v > 0 { g += v } v < 0 { s -= v } END { print g + 0, s + 0 }')
+[ "$shrank" -gt 0 ] || fail "the diff shrinks nowhere"
+line="Diff: $grew B grew, $shrank B shrank (negative rows); percentages are of the net change, $((grew - shrank)) B, as in jeprof --base"
+./heapprof-report --text --show_bytes --base="$work/before.heap" "$dump" | sed -n 2p | grep -qxF "$line" ||
+	fail "diff header: want '$line'"
+./heapprof-report --text --drop_negative --base="$work/before.heap" "$dump" | grep -q '^Diff: ' &&
+	fail "diff header without negative rows"
 check_collapsed "$dump" --base="$work/before.heap"
 min_edges=2
 check_dot "$dump" --base="$work/before.heap"
@@ -134,4 +154,4 @@ check_dot "$dump" --base="$work/before.heap"
 	fail "the growing stack is not the first of the diff"
 ./heapprof-report --collapsed --base="$work/before.heap" "$dump" | grep -q ';main;alloc_small_many;leaf_alloc -1024000$' ||
 	fail "the freed stack is not negative"
-echo "oracle: text, dot and collapsed agree with jeprof, with and without --base"
+echo "oracle: text (also --cum), dot and collapsed agree with jeprof, with and without --base; the diff header sums jeprof's stacks"

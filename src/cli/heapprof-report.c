@@ -39,6 +39,7 @@ usage(FILE *f)
 			"  --drop_negative    with --base: count shrinking stacks as 0\n"
 			"  --inuse_objects    count objects instead of bytes\n"
 			"  --show_bytes       bytes instead of MB\n"
+			"  --cum              text: functions by cumulative memory, not flat\n"
 			"  --focus=REGEX      only stacks with a matching frame (POSIX extended regex)\n"
 			"  --ignore=REGEX     drop stacks with a matching frame\n"
 			"  --nodecount=N      dot: at most N nodes (default 80)\n"
@@ -260,6 +261,7 @@ main(int argc, char **argv)
 		{"base", required_argument, NULL, 'B'},
 		{"drop_negative", no_argument, NULL, 'D'},
 		{"show_bytes", no_argument, NULL, 'b'},
+		{"cum", no_argument, NULL, 'C'},
 		{"focus", required_argument, NULL, 'f'},
 		{"ignore", required_argument, NULL, 'i'},
 		{"nodecount", required_argument, NULL, 'n'},
@@ -330,6 +332,9 @@ main(int argc, char **argv)
 				break;
 			case 'b':
 				o.show_bytes = true;
+				break;
+			case 'C':
+				o.by_cum = true;
 				break;
 			case 'f':
 				o.focus = o.focus ? o.focus : compile_arg(optarg, "focus");

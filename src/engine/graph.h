@@ -23,6 +23,7 @@ typedef struct hp_options
 {
 	hp_measure	measure;
 	bool		show_bytes;		/* bytes instead of MB in text and dot */
+	bool		by_cum;			/* text and top rows by cum, not flat (jeprof's --cum) */
 
 	/*
 	 * focus / ignore: keep only stacks with a frame matching focus, drop

@@ -19,8 +19,11 @@ typedef struct hp_row
 	double		cum;
 } hp_row;
 
-/* Functions by flat desc, name asc (jeprof --text order); at most limit rows. */
-extern size_t hp_top(hp_arena *a, const hp_graph *g, size_t limit, hp_row **rows);
+/*
+ * Functions by flat (or with by_cum, cum) desc, name asc: jeprof --text
+ * order; at most limit rows.  running and whole_flat follow that order.
+ */
+extern size_t hp_top(hp_arena *a, const hp_graph *g, size_t limit, bool by_cum, hp_row **rows);
 /* cum as a whole number, not below whole_flat where both grow (each within 1 of its value) */
 extern long long hp_whole_cum(const hp_row *r);
 

@@ -4,9 +4,10 @@
  *
  * Paths become a tree from the root (bottom) to the allocating frames (top);
  * a frame's width is the memory below it.  The SVG is self-contained:
- * tooltips (<title>), a details line on hover, click to zoom, a search that
- * highlights matching frames and tells their share, all in a few lines of
- * script.  Colors tell the object: the program itself (o->home_object, e.g.
+ * tooltips (<title>), a details line on hover, click to zoom, a search (the
+ * Search button, or ?s=REGEX in the URL) that highlights matching frames and
+ * tells the share of the stacks through them -- heapprof_top's cum_pct for
+ * one function -- all in a few lines of script.  Colors tell the object: the program itself (o->home_object, e.g.
  * postgres) warm, its extensions purple, the C library and loader green,
  * other libraries aqua.  In a diff, widths are the current profile and
  * colors the change: red grew, blue shrank.  Names come from ELF and DWARF
@@ -177,7 +178,7 @@ frame_color(const hp_options *o, const hp_func *fn, double delta, double max_del
 
 static const char script[] =
 	"<script type=\"text/ecmascript\"><![CDATA[\n"
-	"var svg, details, matched, frames, W = " "%d" ", unit = \"%s\";\n"
+	"var svg, details, matched, frames, W = " "%d" ", unit = \"%s\", T = %.3f;\n"
 	"function init() {\n"
 	"  svg = document.documentElement; details = document.getElementById('details');\n"
 	"  matched = document.getElementById('matched');\n"
@@ -186,6 +187,8 @@ static const char script[] =
 	"  var top = null;\n"
 	"  frames.forEach(function (g) { if (+g.dataset.self > (top ? +top.dataset.self : 0)) top = g; });\n"
 	"  details.textContent = top ? 'Top frame: ' + top.dataset.name : 'Empty profile';\n"
+	"  var q = /[?&]s=([^&]*)/.exec(location.search);  // a search from the URL, as flamegraph.pl's\n"
+	"  if (q) { try { q = decodeURIComponent(q[1]); } catch (e) { q = q[1]; } find(q); }\n"
 	"}\n"
 	"function fit(g) {\n"
 	"  var r = g.querySelector('rect'), t = g.querySelector('text'), w = +r.getAttribute('width');\n"
@@ -213,18 +216,24 @@ static const char script[] =
 	"  document.getElementById('unzoom').style.opacity = 0;\n"
 	"}\n"
 	"function search() {\n"
-	"  var term = prompt('Search frames (regular expression):', ''); if (term === null) return;\n"
-	"  var re = new RegExp(term), total = 0, hit = 0, lastend = -1;\n"
-	"  frames.sort(function (a, b) { return a.ox - b.ox || b.dataset.depth - a.dataset.depth; });\n"
+	"  var term = prompt('Search frames (regular expression):', ''); if (term !== null) find(term);\n"
+	"}\n"
+	"/* the share of the stacks through a matching frame, each stack once (as cum): the union of spans */\n"
+	"function find(term) {\n"
+	"  var re, spans = [], hit = 0, end = 0;\n"
+	"  try { re = new RegExp(term); } catch (e) { matched.textContent = 'Bad search: ' + e.message; return; }\n"
 	"  frames.forEach(function (f) {\n"
-	"    var r = f.querySelector('rect');\n"
-	"    if (+f.dataset.depth == 0) total += f.ow;\n"
-	"    if (term !== '' && re.test(f.dataset.name)) {\n"
-	"      r.setAttribute('fill', 'rgb(230,0,230)');\n"
-	"      if (f.ox >= lastend) { hit += f.ow; lastend = f.ox + f.ow; }\n"
-	"    } else r.setAttribute('fill', f.dataset.fill);\n"
+	"    var on = term !== '' && re.test(f.dataset.name);\n"
+	"    f.querySelector('rect').setAttribute('fill', on ? 'rgb(230,0,230)' : f.dataset.fill);\n"
+	"    if (on) spans.push([+f.dataset.lo, +f.dataset.hi]);\n"
 	"  });\n"
-	"  matched.textContent = term === '' ? ' ' : 'Matched: ' + (total ? (100 * hit / total).toFixed(1) : 0) + '%%';\n"
+	"  Array.prototype.forEach.call(document.getElementsByClassName('h'), function (f) {\n"
+	"    if (term !== '' && re.test(f.dataset.name)) spans.push([+f.dataset.lo, +f.dataset.hi]);\n"
+	"  });\n"
+	"  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
+	"  spans.forEach(function (s) { if (s[1] > end) { hit += s[1] - Math.max(s[0], end); end = s[1]; } });\n"
+	"  matched.textContent = term === '' ? ' ' : 'Matched: ' + Math.round(hit) + ' ' + unit + ', ' +\n"
+	"    (T > 0 ? (100 * hit / T).toFixed(1) : '0.0') + '%% of ' + Math.round(T);\n"
 	"}\n"
 	"]]></script>\n";
 
@@ -292,7 +301,7 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 	hp_buf_printf(out, "<style>text { font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }"
 				  " .f:hover rect { stroke: #000; stroke-width: 0.5; cursor: pointer; }"
 				  " .b { cursor: pointer; fill: #235; }</style>\n");
-	hp_buf_printf(out, script, WIDTH, unit, PAD_SIDE, PAD_SIDE, PAD_SIDE, PAD_SIDE, PAD_SIDE);
+	hp_buf_printf(out, script, WIDTH, unit, total, PAD_SIDE, PAD_SIDE, PAD_SIDE, PAD_SIDE, PAD_SIDE);
 	hp_buf_printf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f4\"/>\n"
 				  "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size:17px\">",
 				  WIDTH / 2);
@@ -342,16 +351,26 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 				cx += nodes[c - 1].width;
 				stack[sp++] = c - 1;
 			}
-			if (w < MIN_WIDTH)
+			if (nd->width <= 0)
 				continue;
+			/* too narrow to draw, but searched: a match must count its stacks */
+			if (w < MIN_WIDTH)
+			{
+				hp_buf_printf(out, "<g class=\"h\" data-lo=\"%.3f\" data-hi=\"%.3f\" data-name=\"",
+							  nd->x, nd->x + nd->width);
+				xml_text(out, fn->name, 1000);
+				hp_buf_printf(out, "\"/>\n");
+				continue;
+			}
 			frame_color(o, fn, nd->delta, max_delta, diff, color, sizeof(color));
 			if (diff)
 				snprintf(amount, sizeof(amount), "%.0f %s now, %+.0f %s", nd->width, unit, nd->delta, unit);
 			else
 				snprintf(amount, sizeof(amount), "%.0f %s, %.2f%%", nd->width, unit, pct);
-			hp_buf_printf(out, "<g class=\"f\" data-x=\"%.2f\" data-w=\"%.2f\" data-depth=\"%u\" "
-						  "data-self=\"%.0f\" data-fill=\"%s\" data-name=\"",
-						  nd->x * scale, w, nd->depth, self[nd - nodes], color);
+			/* lo, hi: the span in the measure's units, for search */
+			hp_buf_printf(out, "<g class=\"f\" data-x=\"%.2f\" data-w=\"%.2f\" data-lo=\"%.3f\" "
+						  "data-hi=\"%.3f\" data-depth=\"%u\" data-self=\"%.0f\" data-fill=\"%s\" data-name=\"",
+						  nd->x * scale, w, nd->x, nd->x + nd->width, nd->depth, self[nd - nodes], color);
 			xml_text(out, fn->name, 1000);
 			hp_buf_printf(out, "\" onmouseover=\"info(this)\" onmouseout=\"clear_info()\" "
 						  "onclick=\"zoom(this)\"><title>");

@@ -91,19 +91,29 @@ hp_coverage_line(const hp_graph *g, char *buf, size_t len)
 	return true;
 }
 
+/* jeprof's order: signed value desc (not abs), then name byte-wise */
 static int
-row_cmp(const void *a, const void *b)
+by_values(double x, double y, const hp_row *a, const hp_row *b)
 {
-	const hp_row *x = a;
-	const hp_row *y = b;
+	if (x != y)
+		return x > y ? -1 : 1;
+	return strcmp(a->func->name, b->func->name);
+}
 
-	if (x->flat != y->flat)
-		return x->flat > y->flat ? -1 : 1;
-	return strcmp(x->func->name, y->func->name);
+static int
+flat_cmp(const void *a, const void *b)
+{
+	return by_values(((const hp_row *) a)->flat, ((const hp_row *) b)->flat, a, b);
+}
+
+static int
+cum_cmp(const void *a, const void *b)
+{
+	return by_values(((const hp_row *) a)->cum, ((const hp_row *) b)->cum, a, b);
 }
 
 size_t
-hp_top(hp_arena *a, const hp_graph *g, size_t limit, hp_row **rows)
+hp_top(hp_arena *a, const hp_graph *g, size_t limit, bool by_cum, hp_row **rows)
 {
 	hp_row	   *r = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(*r));
 	size_t		n = 0;
@@ -120,7 +130,7 @@ hp_top(hp_arena *a, const hp_graph *g, size_t limit, hp_row **rows)
 			n++;
 		}
 	hp_work(a->env, g->nfuncs + n);
-	qsort(r, n, sizeof(*r), row_cmp);
+	qsort(r, n, sizeof(*r), by_cum ? cum_cmp : flat_cmp);
 	for (size_t i = 0; i < n && out < limit; i++)
 	{
 		running += r[i].flat;
@@ -138,9 +148,11 @@ void
 hp_render_text(hp_arena *a, const hp_graph *g, const hp_options *o, size_t limit, hp_buf *out)
 {
 	hp_row	   *rows;
-	size_t		n = hp_top(a, g, limit, &rows);
-	char		v1[64], v2[64], p1[32], p2[32], p3[32];
+	size_t		n = hp_top(a, g, limit, o->by_cum, &rows);
+	char		v1[64], v2[64], v3[64], p1[32], p2[32], p3[32];
 	char		cov[160];
+	double		grew = 0;
+	double		shrank = 0;
 
 	if (g->total != 0)
 	{
@@ -148,6 +160,20 @@ hp_render_text(hp_arena *a, const hp_graph *g, const hp_options *o, size_t limit
 		hp_buf_printf(out, "Total: %s %s\n", v1, units(o));
 		if (hp_coverage_line(g, cov, sizeof(cov)))
 			hp_buf_printf(out, "%s\n", cov);
+	}
+	hp_work(a->env, g->npaths);
+	for (size_t k = 0; k < g->npaths; k++)
+		if (g->paths[k].nframes > 0)
+			*(g->paths[k].value < 0 ? &shrank : &grew) += g->paths[k].value;
+	/* a diff that shrinks somewhere: jeprof's shares of the net can pass 100% or flip sign */
+	if (shrank < 0)
+	{
+		unparse(o, grew, v1, sizeof(v1));
+		unparse(o, -shrank, v2, sizeof(v2));
+		unparse(o, g->local_total, v3, sizeof(v3));
+		hp_buf_printf(out, "Diff: %s %s grew, %s %s shrank (negative rows); "
+					  "percentages are of the net change, %s %s, as in jeprof --base\n",
+					  v1, units(o), v2, units(o), v3, units(o));
 	}
 	for (size_t i = 0; i < n; i++)
 	{

@@ -58,7 +58,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 			hp_render_collapsed(a, &r->graph, &r->text);
 			break;
 		case HP_REPORT_TOP:
-			r->nrows = hp_top(a, &r->graph, limit, &r->rows);
+			r->nrows = hp_top(a, &r->graph, limit, o->by_cum, &r->rows);
 			break;
 		case HP_REPORT_STACKS:
 			break;

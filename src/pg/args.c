@@ -35,7 +35,8 @@ typedef enum arg_kind
 	ARG_BOOL,
 	ARG_FOLD,					/* bool -> allocator folding */
 	ARG_TEXT,					/* base, dump, title: NULL = none */
-	ARG_PID
+	ARG_PID,
+	ARG_ORDER					/* order_by: 'flat' or 'cum' -> by_cum */
 } arg_kind;
 
 typedef struct arg_spec
@@ -64,6 +65,7 @@ static const arg_spec specs[] = {
 	{"dump", ARG_TEXT, AT(dump)},
 	{"pid", ARG_PID, AT(proc)},
 	{"title", ARG_TEXT, AT(title)},
+	{"order_by", ARG_ORDER, AT(o.by_cum)},
 };
 
 #define FIELD(a, spec, type) ((type *) ((char *) (a) + (spec)->offset))
@@ -83,6 +85,23 @@ get_bool(FunctionCallInfo fcinfo, int i, const char *name)
 	if (PG_ARGISNULL(i))
 		null_arg(name, "true or false");
 	return PG_GETARG_BOOL(i);
+}
+
+/* jeprof's --text orders: flat, or cum with --cum */
+static bool
+get_order(FunctionCallInfo fcinfo, int i, const char *name)
+{
+	char	   *v;
+
+	if (PG_ARGISNULL(i))
+		null_arg(name, "'flat', 'cum'");
+	v = text_to_cstring(PG_GETARG_TEXT_PP(i));
+	if (strcmp(v, "flat") != 0 && strcmp(v, "cum") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be 'flat' or 'cum', not \"%s\"", name, v),
+				 errhint("Allowed values: 'flat', 'cum'.")));
+	return strcmp(v, "cum") == 0;
 }
 
 static int
@@ -186,6 +205,9 @@ apply(FunctionCallInfo fcinfo, int i, const arg_spec *spec, hp_report_kind kind,
 			break;
 		case ARG_PID:
 			*FIELD(a, spec, hpg_proc) = hpg_proc_of(PG_ARGISNULL(i), PG_GETARG_INT32(i));
+			break;
+		case ARG_ORDER:
+			*FIELD(a, spec, bool) = get_order(fcinfo, i, spec->name);
 			break;
 	}
 }

@@ -88,7 +88,10 @@ golden(const char *name, const char *file, const hp_options *o, hp_report_kind k
 	hp_arena_free(&a);
 }
 
-/* Whole-number rows add up to the printed Total (hp_wholes), with and without a base. */
+/*
+ * Whole-number rows add up to the printed Total (hp_wholes), with and
+ * without a base, in either order.
+ */
 static void
 sums(const char *name, bool with_base)
 {
@@ -98,6 +101,7 @@ sums(const char *name, bool with_base)
 	job			j = {&o, HP_REPORT_COLLAPSED, with_base, &a, &r};
 	long long	lines = 0;
 	long long	rows = 0;
+	long long	by_cum = 0;
 	long long	total;
 
 	hp_arena_init(&a, &env.env);
@@ -119,10 +123,14 @@ sums(const char *name, bool with_base)
 		lines += strtoll(sp, NULL, 10);
 		p = nl + 1;
 	}
-	r.nrows = hp_top(&a, &r.graph, SIZE_MAX, &r.rows);
+	r.nrows = hp_top(&a, &r.graph, SIZE_MAX, false, &r.rows);
 	for (size_t i = 0; i < r.nrows; i++)
 		rows += r.rows[i].whole_flat;
-	T_CHECK(name, lines == total && rows == total, "collapsed %lld, top %lld, Total %lld", lines, rows, total);
+	r.nrows = hp_top(&a, &r.graph, SIZE_MAX, true, &r.rows);
+	for (size_t i = 0; i < r.nrows; i++)
+		by_cum += r.rows[i].whole_flat;
+	T_CHECK(name, lines == total && rows == total && by_cum == total,
+			"collapsed %lld, top %lld, top by cum %lld, Total %lld", lines, rows, by_cum, total);
 	hp_arena_free(&a);
 }
 
@@ -142,6 +150,11 @@ main(void)
 	golden("render text with a base", "render_text_base.txt", &o, HP_REPORT_TEXT, true);
 	golden("render collapsed with a base", "render_collapsed_base.txt", &o, HP_REPORT_COLLAPSED, true);
 	golden("render flame graph with a base", "render_flame_base.svg", &o, HP_REPORT_FLAMEGRAPH, true);
+	o.by_cum = true;
+	golden("render text by cum", "render_text_cum.txt", &o, HP_REPORT_TEXT, false);
+	golden("render top by cum", "render_top_cum.txt", &o, HP_REPORT_TOP, false);
+	golden("render text by cum with a base", "render_text_base_cum.txt", &o, HP_REPORT_TEXT, true);
+	o.by_cum = false;
 	o.measure = HP_INUSE_OBJECTS;
 	golden("render text, objects", "render_text_objects.txt", &o, HP_REPORT_TEXT, false);
 	golden("render dot, objects", "render_dot_objects.dot", &o, HP_REPORT_DOT, false);
