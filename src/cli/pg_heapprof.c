@@ -809,7 +809,7 @@ write_merged(server *sv, int nsv, const char *format, const char *path, bool obj
 	else
 	{
 		hp_row	   *rows;
-		size_t		nrows = hp_top(&a, &g, 30, &rows);
+		size_t		nrows = hp_top(&a, &g, 30, false, &rows);
 
 		hp_buf_printf(&b, TOP_LINE, "rank", "flat", "flat%", "cum", "cum%", "function");
 		for (size_t i = 0; i < nrows; i++)
