@@ -107,23 +107,6 @@ read_file(const char *path, size_t *len)
  * The engine's environment: malloc, and an error is a message naming the
  * dump, then exit status 1 (a malformed dump, memory).
  */
-static void *
-env_alloc(void *ctx, size_t size)
-{
-	void	   *p = malloc(size);
-
-	if (p == NULL)
-		hp_fail(ctx, HP_ENOMEM, "out of memory (%zu bytes)", size);
-	return p;
-}
-
-static void
-env_free(void *ctx, void *ptr)
-{
-	(void) ctx;
-	free(ptr);
-}
-
 static const char *dump_path;
 
 static void
@@ -287,8 +270,8 @@ main(int argc, char **argv)
 	size_t		len;
 	hp_symbolizer *s;
 	hp_env		env = {
-		.alloc = env_alloc,
-		.free = env_free,
+		.alloc = hp_malloc,
+		.free = hp_free,
 		.error = env_error,
 		.match = env_match,
 	};

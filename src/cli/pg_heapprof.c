@@ -91,6 +91,18 @@ usage(FILE *f)
 			progname, progname);
 }
 
+/* "pg_heapprof: error: ..." on a line */
+static void
+print_error(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
+static void
+print_error(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: error: ", progname);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 static void
 fail(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
 
@@ -99,11 +111,9 @@ fail(const char *fmt,...)
 {
 	va_list		ap;
 
-	fprintf(stderr, "%s: error: ", progname);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	print_error(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(1);
 }
 
@@ -115,11 +125,9 @@ bad_usage(const char *fmt,...)
 {
 	va_list		ap;
 
-	fprintf(stderr, "%s: error: ", progname);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	print_error(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(2);
 }
 
@@ -690,23 +698,6 @@ serve(void *arg)
 	return NULL;
 }
 
-static void *
-env_alloc(void *ctx, size_t size)
-{
-	void	   *p = malloc(size);
-
-	if (p == NULL)
-		hp_fail(ctx, HP_ENOMEM, "out of memory (%zu bytes)", size);
-	return p;
-}
-
-static void
-env_free(void *ctx, void *ptr)
-{
-	(void) ctx;
-	free(ptr);
-}
-
 static void
 env_error(void *ctx, hp_status code, const char *message)
 {
@@ -772,7 +763,7 @@ collect(server *sv, int nsv, bool objects, hp_named_stack **out, const char ***f
 static bool
 write_merged(server *sv, int nsv, const char *format, const char *path, bool objects, bool drop_negative)
 {
-	hp_env		env = {.alloc = env_alloc, .free = env_free, .error = env_error};
+	hp_env		env = {.alloc = hp_malloc, .free = hp_free, .error = env_error};
 	hp_options	o = HP_OPTIONS_DEFAULT;
 	hp_named_stack *st;
 	const char **frames;

@@ -38,3 +38,20 @@ hp_work(hp_env *env, size_t units)
 			env->interrupt(env->ctx);
 	}
 }
+
+void *
+hp_malloc(void *ctx, size_t size)
+{
+	void	   *p = malloc(size);
+
+	if (p == NULL)
+		hp_fail(ctx, HP_ENOMEM, "out of memory (%zu bytes)", size);
+	return p;
+}
+
+void
+hp_free(void *ctx, void *ptr)
+{
+	(void) ctx;
+	free(ptr);
+}

@@ -50,4 +50,11 @@ extern void hp_fail(hp_env *env, hp_status code, const char *fmt,...)
 /* Count units of work done; calls env->interrupt every HP_WORK_QUANTUM units. */
 extern void hp_work(hp_env *env, size_t units);
 
+/*
+ * alloc and free for the commands: the C heap; running out of it is raised
+ * through ctx, which must be the hp_env itself.
+ */
+extern void *hp_malloc(void *ctx, size_t size);
+extern void hp_free(void *ctx, void *ptr);
+
 #endif
