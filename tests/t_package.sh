@@ -141,4 +141,5 @@ grep -q 'not enabled when the server started' <<<"$out" ||
 paste_hint 'MALLOC_CONF needs prof:true'
 grep -q 'shared_preload_libraries' "$work/hint.txt" && fail "hint names shared_preload_libraries although heapprof is preloaded"
 
-echo "package built in ${build}s; installed, hint pasted on a pg_createcluster cluster (no jemalloc, then prof:false), $rows heapprof_top rows, pg_heapprof and heapprof-report on PATH; $((SECONDS - start))s"
+made=$([ -n "$preinstalled" ] && echo "the package tests/run installed" || echo "package built in ${build}s; installed")
+echo "$made, hint pasted on a pg_createcluster cluster (no jemalloc, then prof:false), $rows heapprof_top rows, pg_heapprof and heapprof-report on PATH; $((SECONDS - start))s"
