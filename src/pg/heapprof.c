@@ -6,10 +6,11 @@
  * backend starts; each part defines its own settings (analysis.c,
  * exitdump.c, request.c) and the SQL functions live with their purpose:
  * control.c (status and switches), reports.c (profiles as rows and values),
- * snapshots.c and exitdump.c (stored profiles).
+ * snapshots.c and exitdump.c (stored profiles), objects.c (debug info of the
+ * loaded objects).
  *
  * The layers, each using only those below it:
- *   SQL glue      control.c  reports.c  snapshots.c  exitdump.c
+ *   SQL glue      control.c  reports.c  snapshots.c  exitdump.c  objects.c
  *   arguments     args.c
  *   decisions     process.c (this process or process N)   store.c
  *   mechanisms    request.c  target.c  capture.c  analysis.c  fold.c

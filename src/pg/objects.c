@@ -15,18 +15,15 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
-#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
 #include "compat.h"
 #include "objects.h"
-#include "process.h"
 #include "engine/debuginfo.h"
 
 #define MAX_OBJECTS 256
 
 PG_FUNCTION_INFO_V1(heapprof_objects);
-PG_FUNCTION_INFO_V1(heapprof_dump_portable);
 
 typedef struct object_list
 {
@@ -172,20 +169,3 @@ heapprof_objects(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/*
- * heapprof_dump_portable(pid): the raw dump after heapprof's "%" lines (the
- * build-ids of the loaded objects, where jemalloc is, what the profile
- * covers), so that heapprof-report can name it on another machine; jeprof
- * takes them as comments.
- */
-Datum
-heapprof_dump_portable(PG_FUNCTION_ARGS)
-{
-	StringInfoData dump;
-
-	initStringInfo(&dump);
-	hpg_proc_dump(hpg_proc_of(PG_ARGISNULL(0), PG_GETARG_INT32(0)), &dump, true);
-	/* paths in the maps section must be valid in the database encoding */
-	pg_verifymbstr(dump.data, dump.len, false);
-	PG_RETURN_TEXT_P(cstring_to_text_with_len(dump.data, dump.len));
-}

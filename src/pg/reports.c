@@ -37,6 +37,7 @@ PG_FUNCTION_INFO_V1(heapprof_dump_collapsed);
 PG_FUNCTION_INFO_V1(heapprof_top);
 PG_FUNCTION_INFO_V1(heapprof_stacks);
 PG_FUNCTION_INFO_V1(heapprof_dump_raw);
+PG_FUNCTION_INFO_V1(heapprof_dump_portable);
 PG_FUNCTION_INFO_V1(heapprof_forget_symbols);
 PG_FUNCTION_INFO_V1(heapprof_dump_flamegraph);
 PG_FUNCTION_INFO_V1(heapprof_dump_pprof);
@@ -331,19 +332,38 @@ heapprof_dump_pprof(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P((bytea *) run_report(fcinfo, HP_REPORT_PPROF, NULL));
 }
 
-/* heapprof_dump_raw(pid): the jemalloc dump verbatim, for jeprof or heapprof-report */
-Datum
-heapprof_dump_raw(PG_FUNCTION_ARGS)
+/* The dump of process pid (argument 0) as text, after heapprof's "%" lines or without them. */
+static text *
+dump_as_text(FunctionCallInfo fcinfo, bool identity)
 {
 	StringInfoData dump;
 	size_t		skip;
 
 	initStringInfo(&dump);
-	hpg_proc_dump(hpg_proc_of(PG_ARGISNULL(0), PG_GETARG_INT32(0)), &dump, false);
-	skip = hp_header_length(dump.data, dump.len);
+	hpg_proc_dump(hpg_proc_of(PG_ARGISNULL(0), PG_GETARG_INT32(0)), &dump, identity);
+	skip = identity ? 0 : hp_header_length(dump.data, dump.len);
 	/* paths in the maps section must be valid in the database encoding */
 	pg_verifymbstr(dump.data + skip, dump.len - (int) skip, false);
-	PG_RETURN_TEXT_P(cstring_to_text_with_len(dump.data + skip, dump.len - (int) skip));
+	return cstring_to_text_with_len(dump.data + skip, dump.len - (int) skip);
+}
+
+/* heapprof_dump_raw(pid): the jemalloc dump verbatim, for jeprof or heapprof-report */
+Datum
+heapprof_dump_raw(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(dump_as_text(fcinfo, false));
+}
+
+/*
+ * heapprof_dump_portable(pid): the raw dump after heapprof's "%" lines (the
+ * build-ids of the loaded objects, where jemalloc is, what the profile
+ * covers), so that heapprof-report can name it on another machine; jeprof
+ * takes them as comments.
+ */
+Datum
+heapprof_dump_portable(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(dump_as_text(fcinfo, true));
 }
 
 /* heapprof_forget_symbols(): drop this backend's symbol caches; returns bytes freed */
