@@ -11,69 +11,20 @@
  *    flame graph and pprof (whose mappings come from the maps section).
  * The symbolizer is not given the maps section (libdwfl would open files the
  * input names): frames get address labels, which exercises the same code.
- * The engine's environment is malloc with errors that longjmp back here; on
- * some sizes allocation fails after a number of blocks, or an interrupt
- * jumps out, so the error paths are fuzzed too, and the arena freed after
- * each input must leave nothing behind (LeakSanitizer).
+ * The engine's environment is harness.h's: errors longjmp back here, and on
+ * some sizes allocation fails or an interrupt jumps out.
  *
  * Build and run: make -C fuzz run SECONDS=60 (clang, ASan, UBSan).
  */
+#include "harness.h"
+
 #include "engine/maps.h"
 #include "engine/report.h"
 #include "fold_names.h"
 
-#include <setjmp.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-typedef struct harness
-{
-	hp_env		env;
-	jmp_buf		jump;
-	long		allocs_left;	/* fail the allocation after these; < 0: never */
-	int			interrupts_left;	/* jump out at this interrupt; 0: never */
-} harness;
 
 static hp_symbolizer *symbolizer;
-
-static void *
-fuzz_alloc(void *ctx, size_t size)
-{
-	harness    *h = ctx;
-	void	   *p;
-
-	if (h->allocs_left == 0 || (p = malloc(size)) == NULL)
-		hp_fail(&h->env, HP_ENOMEM, "out of memory");
-	if (h->allocs_left > 0)
-		h->allocs_left--;
-	return p;
-}
-
-static void
-fuzz_free(void *ctx, void *ptr)
-{
-	free(ptr);
-}
-
-static void
-fuzz_error(void *ctx, hp_status code, const char *message)
-{
-	harness    *h = ctx;
-
-	longjmp(h->jump, 1);
-}
-
-static void
-fuzz_interrupt(void *ctx)
-{
-	harness    *h = ctx;
-
-	if (h->interrupts_left > 0 && --h->interrupts_left == 0)
-		longjmp(h->jump, 2);
-}
 
 static bool
 substring_match(void *ctx, void *pattern, const char *s)
@@ -137,15 +88,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
 		abort();
-	memset(&h, 0, sizeof(h));
-	h.env.alloc = fuzz_alloc;
-	h.env.free = fuzz_free;
-	h.env.error = fuzz_error;
-	h.env.interrupt = fuzz_interrupt;
-	h.env.match = substring_match;
-	h.env.ctx = &h;
-	h.allocs_left = size % 19 == 0 ? (long) (size % 97) : -1;
-	h.interrupts_left = size % 23 == 0 ? 1 : 0;
+	harness_init(&h, size, substring_match);
 
 	hp_read_meta(text, size, &meta);
 	if (hp_header_length(text, size) > size)

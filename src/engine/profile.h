@@ -3,9 +3,10 @@
  *
  * Pipeline: parse (parse.c) -> unsample (unsample.c) -> locate: symbolize
  * every distinct address (locate.c, symbolize.c) -> graph (graph.c) ->
- * render (render_*.c); report.c runs them in order.  Every stage is plain C
- * without PostgreSQL headers, so the same code runs in a backend, in the
- * offline command, in unit tests and under the fuzzer.
+ * render (render_*.c); report.c runs them in order.  recent.c turns
+ * jemalloc's prof_recent JSON into heap_v2 text for the same pipeline.
+ * Every stage is plain C without PostgreSQL headers, so the same code runs
+ * in a backend, in the offline command, in unit tests and under the fuzzer.
  */
 #ifndef HEAPPROF_PROFILE_H
 #define HEAPPROF_PROFILE_H
