@@ -20,6 +20,8 @@ CREATE TYPE @extschema@.heapprof_status_row AS (
     active_bytes bigint,
     resident_bytes bigint,
     sampling_since timestamptz,
+    peak_bytes bigint,
+    peak_at timestamptz,
     missing_debug_info text[],
     hint text);
 
@@ -92,6 +94,10 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 --   drop_negative  with base: shrinking stacks count as 0
 --   dump           report on this stored profile instead of the backend now
 --   pid            report on server process pid instead of the calling backend
+--   peak           report on the profile taken when the process held the most
+--                  (since profiling was enabled or reset; heapprof.track_peak)
+--   seconds        report on what process pid allocates during a window of
+--                  this many seconds instead of what it holds
 
 CREATE FUNCTION @extschema@.heapprof_dump_dot(
     objects boolean DEFAULT false,
@@ -105,7 +111,9 @@ CREATE FUNCTION @extschema@.heapprof_dump_dot(
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
     dump text DEFAULT NULL,
-    pid integer DEFAULT NULL)
+    pid integer DEFAULT NULL,
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_dot'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -121,7 +129,9 @@ CREATE FUNCTION @extschema@.heapprof_dump_text(
     drop_negative boolean DEFAULT false,
     dump text DEFAULT NULL,
     pid integer DEFAULT NULL,
-    order_by text DEFAULT 'flat')
+    order_by text DEFAULT 'flat',
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_text'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -134,7 +144,9 @@ CREATE FUNCTION @extschema@.heapprof_dump_collapsed(
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
     dump text DEFAULT NULL,
-    pid integer DEFAULT NULL)
+    pid integer DEFAULT NULL,
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_collapsed'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -149,7 +161,9 @@ CREATE FUNCTION @extschema@.heapprof_top(
     drop_negative boolean DEFAULT false,
     dump text DEFAULT NULL,
     pid integer DEFAULT NULL,
-    order_by text DEFAULT 'flat')
+    order_by text DEFAULT 'flat',
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
 RETURNS TABLE(
     rank integer,
     flat_bytes bigint,
@@ -169,9 +183,51 @@ CREATE FUNCTION @extschema@.heapprof_stacks(
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
     dump text DEFAULT NULL,
-    pid integer DEFAULT NULL)
+    pid integer DEFAULT NULL,
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
 RETURNS TABLE(bytes bigint, objects bigint, frames text[])
 AS 'MODULE_PATHNAME', 'heapprof_stacks'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+-- heapprof_top's rows for the heap when the process held the most.
+CREATE FUNCTION @extschema@.heapprof_peak(
+    n integer DEFAULT 20,
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    pid integer DEFAULT NULL,
+    order_by text DEFAULT 'flat')
+RETURNS TABLE(
+    rank integer,
+    flat_bytes bigint,
+    flat_pct double precision,
+    sum_pct double precision,
+    cum_bytes bigint,
+    cum_pct double precision,
+    function text,
+    location text)
+AS 'MODULE_PATHNAME', 'heapprof_peak'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+-- What process pid allocates during a window, per stack, and the part of it
+-- freed again before the window ended (temporary).
+CREATE FUNCTION @extschema@.heapprof_allocations(
+    seconds double precision DEFAULT 10,
+    pid integer DEFAULT NULL,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true)
+RETURNS TABLE(
+    bytes bigint,
+    objects bigint,
+    temporary_bytes bigint,
+    temporary_pct double precision,
+    frames text[])
+AS 'MODULE_PATHNAME', 'heapprof_allocations'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
 -- One self-contained interactive SVG flame graph (search, zoom, tooltips);
@@ -185,7 +241,9 @@ CREATE FUNCTION @extschema@.heapprof_dump_flamegraph(
     drop_negative boolean DEFAULT false,
     dump text DEFAULT NULL,
     pid integer DEFAULT NULL,
-    title text DEFAULT NULL)
+    title text DEFAULT NULL,
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'heapprof_dump_flamegraph'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -200,7 +258,9 @@ CREATE FUNCTION @extschema@.heapprof_dump_pprof(
     base text DEFAULT NULL,
     drop_negative boolean DEFAULT false,
     dump text DEFAULT NULL,
-    pid integer DEFAULT NULL)
+    pid integer DEFAULT NULL,
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
 RETURNS bytea
 AS 'MODULE_PATHNAME', 'heapprof_dump_pprof'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -262,6 +322,23 @@ RETURNS TABLE(
 AS 'MODULE_PATHNAME', 'heapprof_dumps'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
+-- Statements that left memory behind (heapprof.capture_min_growth); every
+-- report reads one with dump => name.
+CREATE FUNCTION @extschema@.heapprof_captures()
+RETURNS TABLE(
+    name text,
+    pid integer,
+    usename text,
+    datname text,
+    queryid bigint,
+    query text,
+    captured_at timestamptz,
+    growth_bytes bigint,
+    total_bytes bigint,
+    partial boolean)
+AS 'MODULE_PATHNAME', 'heapprof_captures'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
 -- Permissions: profiling exposes memory layout and costs speed -------------
 -- Every object is qualified and no expression is evaluated, so nothing a
 -- role planted in a schema on the search_path can run here ("Security
@@ -275,20 +352,23 @@ REVOKE ALL ON FUNCTION
     @extschema@.heapprof_reset(bigint, integer),
     @extschema@.heapprof_backends(),
     @extschema@.heapprof_requests(),
-    @extschema@.heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean, boolean, text, boolean, text, integer),
-    @extschema@.heapprof_dump_text(integer, boolean, text, text, boolean, boolean, text, boolean, text, integer, text),
-    @extschema@.heapprof_dump_collapsed(boolean, text, text, boolean, text, boolean, text, integer),
-    @extschema@.heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text),
-    @extschema@.heapprof_stacks(text, text, boolean, text, boolean, text, integer),
-    @extschema@.heapprof_dump_flamegraph(boolean, text, text, boolean, text, boolean, text, integer, text),
-    @extschema@.heapprof_dump_pprof(boolean, text, text, boolean, text, boolean, text, integer),
+    @extschema@.heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean, boolean, text, boolean, text, integer, boolean, double precision),
+    @extschema@.heapprof_dump_text(integer, boolean, text, text, boolean, boolean, text, boolean, text, integer, text, boolean, double precision),
+    @extschema@.heapprof_dump_collapsed(boolean, text, text, boolean, text, boolean, text, integer, boolean, double precision),
+    @extschema@.heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision),
+    @extschema@.heapprof_stacks(text, text, boolean, text, boolean, text, integer, boolean, double precision),
+    @extschema@.heapprof_dump_flamegraph(boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision),
+    @extschema@.heapprof_dump_pprof(boolean, text, text, boolean, text, boolean, text, integer, boolean, double precision),
     @extschema@.heapprof_dump_raw(integer),
     @extschema@.heapprof_dump_portable(integer),
     @extschema@.heapprof_forget_symbols(),
     @extschema@.heapprof_snapshot(text, boolean, integer),
     @extschema@.heapprof_snapshots(),
     @extschema@.heapprof_drop_snapshot(text),
-    @extschema@.heapprof_dumps()
+    @extschema@.heapprof_dumps(),
+    @extschema@.heapprof_peak(integer, boolean, text, text, boolean, text, boolean, integer, text),
+    @extschema@.heapprof_allocations(double precision, integer, text, text, boolean),
+    @extschema@.heapprof_captures()
 FROM PUBLIC;
 
 -- status shows no addresses, only sizes and settings

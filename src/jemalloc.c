@@ -13,7 +13,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int (*mallctl_fn) (const char *, void *, size_t *, void *, size_t);
 
@@ -245,4 +247,115 @@ hpj_thread_net(void)
 	if (allocated == NULL || deallocated == NULL)
 		return 0;
 	return (int64_t) (*allocated - *deallocated);
+}
+
+/*
+ * jemalloc 5.3's experimental interfaces (Debian 12 ships 5.3.0): a hook
+ * around the backtrace of each sampled allocation, the per-thread peak, and
+ * the record of the most recent sampled allocations.  Each answers ENOENT
+ * where jemalloc lacks it.
+ */
+int
+hpj_hook_backtrace(hpj_backtrace_fn hook, hpj_backtrace_fn *prev)
+{
+	size_t		size = sizeof(*prev);
+
+	if (ctl() == NULL)
+		return ENOENT;
+	return mallctl_ptr("experimental.hooks.prof_backtrace", prev, &size, &hook, sizeof(hook));
+}
+
+int
+hpj_thread_peak(uint64_t *peak)
+{
+	if (ctl() == NULL)
+		return ENOENT;
+	return READ_CTL("thread.peak.read", peak);
+}
+
+int
+hpj_thread_peak_reset(void)
+{
+	if (ctl() == NULL)
+		return ENOENT;
+	return mallctl_ptr("thread.peak.reset", NULL, NULL, NULL, 0);
+}
+
+int
+hpj_recent_max(int64_t want, int64_t *old)
+{
+	ssize_t		value = (ssize_t) want;
+	ssize_t		was = 0;
+	size_t		size = sizeof(was);
+	int			rc;
+
+	if (ctl() == NULL)
+		return ENOENT;
+	rc = want < 0 ? READ_CTL("experimental.prof_recent.alloc_max", &was)
+		: mallctl_ptr("experimental.prof_recent.alloc_max", &was, &size, &value, sizeof(value));
+	if (old)
+		*old = was;
+	return rc;
+}
+
+typedef struct fd_writer
+{
+	int			fd;
+	int			err;
+} fd_writer;
+
+static void
+write_to_fd(void *arg, const char *s)
+{
+	fd_writer  *w = arg;
+	size_t		len = strlen(s);
+
+	while (len > 0 && w->err == 0)
+	{
+		ssize_t		n = write(w->fd, s, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			w->err = n < 0 ? errno : ENOSPC;
+			break;
+		}
+		s += n;
+		len -= (size_t) n;
+	}
+}
+
+int
+hpj_recent_dump(int fd)
+{
+	fd_writer	w = {fd, 0};
+	struct
+	{
+		void		(*cb) (void *, const char *);
+		void	   *arg;
+	}			packed = {write_to_fd, &w};
+	int			rc;
+
+	if (ctl() == NULL)
+		return ENOENT;
+	rc = mallctl_ptr("experimental.prof_recent.alloc_dump", NULL, NULL, &packed, sizeof(packed));
+	return rc ? rc : w.err;
+}
+
+int64_t
+hpj_clock_ns(void)
+{
+	static int	high = -1;
+	struct timespec ts;
+
+	if (high < 0)
+	{
+		const char *res = NULL;
+
+		high = ctl() != NULL && READ_CTL("opt.prof_time_resolution", &res) == 0 &&
+			res != NULL && strcmp(res, "high") == 0;
+	}
+	clock_gettime(high ? CLOCK_REALTIME : CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }

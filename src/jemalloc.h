@@ -59,4 +59,25 @@ extern int	hpj_thread_active(bool on, bool *was);
 /* Bytes this thread has allocated minus freed, ever (0 without jemalloc). */
 extern int64_t hpj_thread_net(void);
 
+/*
+ * jemalloc 5.3's experimental interfaces.  A hook called for the backtrace
+ * of every sampled allocation (inside malloc: it may only read memory and
+ * set flags) and the previous hook, which it must call.
+ */
+typedef void (*hpj_backtrace_fn) (void **vec, unsigned *len, unsigned max_len);
+extern int	hpj_hook_backtrace(hpj_backtrace_fn hook, hpj_backtrace_fn *prev);
+/* The most this thread held (allocated minus freed) since the last reset, as growth. */
+extern int	hpj_thread_peak(uint64_t *peak);
+extern int	hpj_thread_peak_reset(void);
+/* experimental.prof_recent.alloc_max: set it (want >= 0) or read it; the old value. */
+extern int	hpj_recent_max(int64_t want, int64_t *old);
+/* Write the recent sampled allocations as jemalloc's JSON to fd. */
+extern int	hpj_recent_dump(int fd);
+/*
+ * jemalloc's clock for those records, in nanoseconds: CLOCK_MONOTONIC_COARSE
+ * (ticks of a few milliseconds), or CLOCK_REALTIME with
+ * prof_time_resolution:high.  The first call asks jemalloc which: not inside malloc.
+ */
+extern int64_t hpj_clock_ns(void);
+
 #endif

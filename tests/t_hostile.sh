@@ -73,7 +73,7 @@ SQL
 # -- snapshot limits
 q -c "CREATE ROLE hp_bob LOGIN" >/dev/null
 q -c "GRANT EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer),
-	heapprof_snapshots(), heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text)
+	heapprof_snapshots(), heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision)
 	TO hp_bob" >/dev/null
 bob() { PGUSER=hp_bob psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
 before=$(q -c "SELECT count(*) FROM pg_ls_dir('heapprof/snapshots', true, false) f WHERE f LIKE 'hp_lim%'")
@@ -207,6 +207,6 @@ set -e
 expect_error 22023 -c "SELECT heapprof_drop_snapshot(NULL)"
 q -c "REVOKE ALL ON FUNCTION heapprof_dumps() FROM hp_bob" \
   -c "REVOKE EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer),
-	heapprof_snapshots(), heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text)
+	heapprof_snapshots(), heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision)
 	FROM hp_bob" >/dev/null
 echo ok

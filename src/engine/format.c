@@ -20,6 +20,9 @@
 #define BUILD_ID_PREFIX "%heapprof-build-id "
 #define FOLD_PREFIX "%heapprof-fold "
 #define COVERAGE_PREFIX "%heapprof-coverage "
+#define CAPTURE_PREFIX "%heapprof-capture "
+#define DATABASE_PREFIX "%heapprof-database "
+#define QUERY_PREFIX "%heapprof-query "
 
 /* ---- writers ---- */
 
@@ -54,6 +57,58 @@ hp_format_meta(char *buf, size_t size, const hp_meta *m)
 	n = snprintf(line, sizeof(line), "%%heapprof v=%d pid=%d owner=%u taken_at=%lld backend_type=%s\n",
 				 HP_FORMAT_VERSION, m->pid, m->owner, m->taken_at, type);
 	if (n > 0 && (size_t) n < sizeof(line))
+		put_line(buf, size, &len, line, (size_t) n);
+	return len;
+}
+
+/* s escaped into out (room for 4 bytes per byte, and the NUL): one line, any bytes. */
+static void
+escape(char *out, const char *s)
+{
+	for (; *s; s++)
+	{
+		unsigned char ch = (unsigned char) *s;
+
+		if (ch == '\\')
+		{
+			*out++ = '\\';
+			*out++ = '\\';
+		}
+		else if (ch == '\n')
+		{
+			*out++ = '\\';
+			*out++ = 'n';
+		}
+		else if (ch < 0x20 || ch == 0x7f)
+			out += sprintf(out, "\\x%02x", ch);
+		else
+			*out++ = (char) ch;
+	}
+	*out = '\0';
+}
+
+size_t
+hp_format_capture(char *buf, size_t size, const hp_capture *c)
+{
+	char		line[HP_CAPTURE_MAX];
+	char		esc[4 * HP_MAX_QUERY + 1];
+	size_t		len = 0;
+	int			n;
+
+	if (size == 0)
+		return 0;
+	buf[0] = '\0';
+	n = snprintf(line, sizeof(line), "%%heapprof-capture queryid=%lld growth=%lld partial=%d\n",
+				 c->queryid, c->growth, c->partial ? 1 : 0);
+	if (n <= 0 || !put_line(buf, size, &len, line, (size_t) n))
+		return len;
+	escape(esc, c->database);
+	n = snprintf(line, sizeof(line), "%s%s\n", DATABASE_PREFIX, esc);
+	if (n <= 0 || !put_line(buf, size, &len, line, (size_t) n))
+		return len;
+	escape(esc, c->query);
+	n = snprintf(line, sizeof(line), "%s%s\n", QUERY_PREFIX, esc);
+	if (n > 0)
 		put_line(buf, size, &len, line, (size_t) n);
 	return len;
 }
@@ -318,6 +373,69 @@ hp_read_meta(const char *text, size_t len, hp_meta *m)
 	}
 	memset(m, 0, sizeof(*m));
 	return false;
+}
+
+/* Unescape [p, end) into out (size bytes with the NUL); a longer text is cut. */
+static void
+unescape(const char *p, const char *end, char *out, size_t size)
+{
+	size_t		n = 0;
+
+	while (p < end && n + 1 < size)
+	{
+		char		ch = *p++;
+
+		if (ch == '\\' && p < end)
+		{
+			char		e = *p++;
+
+			if (e == 'n')
+				ch = '\n';
+			else if (e == 'x' && end - p >= 2 && hp_hex_digit(p[0]) >= 0 && hp_hex_digit(p[1]) >= 0)
+			{
+				ch = (char) (hp_hex_digit(p[0]) * 16 + hp_hex_digit(p[1]));
+				p += 2;
+			}
+			else
+				ch = e;
+		}
+		out[n++] = ch;
+	}
+	out[n] = '\0';
+}
+
+bool
+hp_read_capture(const char *text, size_t len, hp_capture *c)
+{
+	const char *p = text;
+	const char *end = text + len;
+	bool		found = false;
+
+	memset(c, 0, sizeof(*c));
+	while (p < end && *p == '%')
+	{
+		const char *nl = memchr(p, '\n', (size_t) (end - p));
+		const char *stop = nl ? nl : end;
+
+		if (starts_with(p, stop, CAPTURE_PREFIX))
+		{
+			char		line[128];
+			size_t		n = (size_t) (stop - p) < sizeof(line) - 1 ? (size_t) (stop - p) : sizeof(line) - 1;
+			int			partial = 0;
+
+			memcpy(line, p, n);
+			line[n] = '\0';
+			found = sscanf(line + strlen(CAPTURE_PREFIX), "queryid=%lld growth=%lld partial=%d",
+						   &c->queryid, &c->growth, &partial) == 3;
+			c->partial = partial != 0;
+		}
+		else if (starts_with(p, stop, DATABASE_PREFIX))
+			unescape(p + strlen(DATABASE_PREFIX), stop, c->database, sizeof(c->database));
+		else if (starts_with(p, stop, QUERY_PREFIX))
+			unescape(p + strlen(QUERY_PREFIX), stop, c->query, sizeof(c->query));
+		p = nl ? nl + 1 : end;
+	}
+	return found;
 }
 
 size_t

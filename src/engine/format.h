@@ -10,6 +10,9 @@
  *                                     and the bytes the process had allocated
  *   %heapprof-build-id BIAS ID        one per loaded object with a GNU build-id
  *   %heapprof-fold START ...          run-time starts of nameless allocator functions
+ *   %heapprof-capture queryid=Q growth=G partial=0|1   a statement's capture (decimal),
+ *   %heapprof-database NAME           followed by these two, escaped: \\ \n and \xHH
+ *   %heapprof-query TEXT
  *
  * (hex numbers).  Every writer and reader of these lines -- the backend, the
  * exit hook, the target of a pid request, the commands -- goes through here.
@@ -71,12 +74,30 @@ typedef struct hp_meta
 	char		backend_type[64];
 } hp_meta;
 
+/* A statement that left memory behind (statement captures). */
+#define HP_MAX_QUERY 1024
+typedef struct hp_capture
+{
+	long long	queryid;		/* 0: not computed */
+	long long	growth;			/* bytes the backend held more after the statement */
+	bool		partial;		/* the record of recent allocations did not reach back to its start */
+	char		database[64];
+	char		query[HP_MAX_QUERY + 1];
+} hp_capture;
+
+/* Room that hp_format_capture may need at most. */
+#define HP_CAPTURE_MAX (96 + 20 + 4 * 64 + 20 + 4 * HP_MAX_QUERY)
+
 /* Writers: the lines into buf (always NUL-terminated); return their length. */
 extern size_t hp_format_meta(char *buf, size_t size, const hp_meta *m);
 extern size_t hp_format_identity(char *buf, size_t size, const hp_identity *id);
+extern size_t hp_format_capture(char *buf, size_t size, const hp_capture *c);
 
 /* The "%heapprof" line among the leading "%" lines; false if there is none. */
 extern bool hp_read_meta(const char *text, size_t len, hp_meta *m);
+
+/* The capture lines among the leading "%" lines; false if there are none. */
+extern bool hp_read_capture(const char *text, size_t len, hp_capture *c);
 
 /* Bytes of the leading "%" lines: what is left out for jemalloc's own text. */
 extern size_t hp_header_length(const char *text, size_t len);

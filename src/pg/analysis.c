@@ -247,3 +247,28 @@ hpg_summarize(const char *text, int len, int64 *bytes, int64 *stacks)
 	}
 	MemoryContextDelete(cxt);
 }
+
+void
+hpg_recent_heap(const StringInfo json, int64 from_ns, int64 to_ns, hp_recent_pick pick,
+				StringInfo out, hp_recent_stats *st)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof records",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	analysis   *an = palloc0(sizeof(analysis));
+	hp_buf		buf;
+	char		err[256];
+
+	an->cxt = cxt;
+	env_init(&an->env, an);
+	hp_arena_init(&an->arena, &an->env);
+	hp_buf_init(&buf, &an->arena);
+	if (hp_recent_to_heap(&an->arena, json->data, json->len, from_ns, to_ns, pick,
+						  &buf, st, err, sizeof(err)) != HP_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("could not read jemalloc's record of recent allocations: %s", err)));
+	MemoryContextSwitchTo(old);
+	appendBinaryStringInfo(out, buf.data, (int) buf.len);
+	MemoryContextDelete(cxt);
+}

@@ -6,6 +6,7 @@
 
 #include "lib/stringinfo.h"
 
+#include "engine/recent.h"
 #include "engine/report.h"
 
 /* focus / ignore are PostgreSQL regular expressions, as the ~ operator. */
@@ -26,6 +27,12 @@ extern void hpg_analysis_end(hp_result *r);
 /* Total bytes and stacks of a stored profile; -1 when it cannot be read. */
 extern void hpg_summarize(const char *text, int len, int64 *bytes, int64 *stacks);
 
+/*
+ * jemalloc's JSON of recent sampled allocations (jemalloc's clock, ns) as
+ * heap_v2 text appended to out: the records engine/recent.h picks.
+ */
+extern void hpg_recent_heap(const StringInfo json, int64 from_ns, int64 to_ns, hp_recent_pick pick,
+							StringInfo out, hp_recent_stats *st);
 /* What the symbol caches hold now: heapprof's, never in a profile. */
 extern int64 hpg_symbolizer_bytes(void);
 

@@ -24,6 +24,7 @@
 
 #define MAX_ROWS 1000000
 #define MAX_NODES 100000
+#define MAX_WINDOW_SECONDS 3600
 
 typedef enum arg_kind
 {
@@ -36,7 +37,8 @@ typedef enum arg_kind
 	ARG_FOLD,					/* bool -> allocator folding */
 	ARG_TEXT,					/* base, dump, title: NULL = none */
 	ARG_PID,
-	ARG_ORDER					/* order_by: 'flat' or 'cum' -> by_cum */
+	ARG_ORDER,					/* order_by: 'flat' or 'cum' -> by_cum */
+	ARG_SECONDS					/* seconds: a window, 0 < s <= hi; NULL = none */
 } arg_kind;
 
 typedef struct arg_spec
@@ -66,6 +68,8 @@ static const arg_spec specs[] = {
 	{"pid", ARG_PID, AT(proc)},
 	{"title", ARG_TEXT, AT(title)},
 	{"order_by", ARG_ORDER, AT(o.by_cum)},
+	{"peak", ARG_BOOL, AT(peak)},
+	{"seconds", ARG_SECONDS, AT(seconds), 0, MAX_WINDOW_SECONDS},
 };
 
 #define FIELD(a, spec, type) ((type *) ((char *) (a) + (spec)->offset))
@@ -209,6 +213,19 @@ apply(FunctionCallInfo fcinfo, int i, const arg_spec *spec, hp_report_kind kind,
 		case ARG_ORDER:
 			*FIELD(a, spec, bool) = get_order(fcinfo, i, spec->name);
 			break;
+		case ARG_SECONDS:
+			if (!PG_ARGISNULL(i))
+			{
+				double		v = PG_GETARG_FLOAT8(i);
+
+				if (!(v > spec->lo && v <= spec->hi))
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("%s must be more than %d and at most %d, not %g", spec->name, spec->lo, spec->hi, v),
+							 errhint("A window of allocations lasts from a fraction of a second to an hour.")));
+				*FIELD(a, spec, double) = v;
+			}
+			break;
 	}
 }
 
@@ -265,5 +282,20 @@ hpg_report_args_get(FunctionCallInfo fcinfo, hp_report_kind kind, hpg_report_arg
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("dump and pid cannot both be given"),
 				 errhint("dump names a stored profile; pid names a live process.")));
+	if (a->peak && a->dump)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("peak and dump cannot both be given"),
+				 errhint("The peak of a process that left an exit dump is an exit dump of its own, NAME-peak: read it with dump => 'NAME-peak'.")));
+	if (a->seconds > 0 && (a->dump || a->base || a->peak))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("seconds cannot be combined with dump, base or peak"),
+				 errhint("seconds reports what process pid allocates during a window; dump, base and peak report a heap.")));
+	if (a->seconds > 0 && a->proc.self)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a window of allocations needs pid => N"),
+				 errhint("This session would only wait during the window. Name the process to watch; heapprof_backends() lists them.")));
 	a->o.program = psprintf("postgres (pid %d)", a->proc.pid);
 }

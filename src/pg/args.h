@@ -18,6 +18,8 @@ typedef struct hpg_report_args
 	const char *base;			/* stored profile to subtract, or NULL */
 	const char *title;			/* flame graph title, or NULL */
 	hpg_proc	proc;			/* without dump: this process or pid */
+	bool		peak;			/* the profile at the highest memory use */
+	double		seconds;		/* > 0: allocations during a window of this many seconds */
 } hpg_report_args;
 
 /*

@@ -15,6 +15,7 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
 #include <link.h>
 #include <unistd.h>
 
@@ -100,7 +101,7 @@ add_build_id(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 size_t
-hpg_identity_text(char *buf, size_t size)
+hpg_identity_text(char *buf, size_t size, bool coverage)
 {
 	static hp_build_id all[HP_MAX_OBJECTS];
 	id_list		list = {all, 0};
@@ -113,7 +114,7 @@ hpg_identity_text(char *buf, size_t size)
 	id.nids = list.n;
 	id.fold_starts = hpg_fold_starts(&id.nfold_starts);
 	hpj_get_status(&st);
-	id.coverage.known = st.have_stats;
+	id.coverage.known = coverage && st.have_stats;
 	id.coverage.since = st.sampling_since;
 	/* heapprof's own caches are never sampled: not what the profile misses */
 	id.coverage.allocated = st.allocated - Min(st.allocated, (uint64) Max(hpg_symbolizer_bytes(), 0));
@@ -121,14 +122,50 @@ hpg_identity_text(char *buf, size_t size)
 }
 
 int
-hpg_write_identity_file(const char *dump_path)
+hpg_write_identity_file(const char *dump_path, bool coverage)
 {
 	static char buf[HP_IDENTITY_MAX];
 	char		path[MAXPGPATH];
-	size_t		len = hpg_identity_text(buf, sizeof(buf));
+	size_t		len = hpg_identity_text(buf, sizeof(buf), coverage);
 
 	snprintf(path, sizeof(path), "%s.ids", dump_path);
 	return hpg_write_file(path, buf, len) ? 0 : errno;
+}
+
+/*
+ * The maps of this process as a dump's MAPPED_LIBRARIES section, for
+ * jemalloc's records of recent allocations, which carry only addresses.
+ */
+int
+hpg_write_maps_file(const char *dump_path)
+{
+	static const char head[] = "\nMAPPED_LIBRARIES:\n";
+	char		path[MAXPGPATH];
+	char		buf[8192];
+	int			in;
+	int			out;
+	ssize_t		n;
+	int			rc = 0;
+
+	snprintf(path, sizeof(path), "%s.maps", dump_path);
+	if ((in = open("/proc/self/maps", O_RDONLY)) < 0)
+		return errno;
+	out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
+	if (out < 0)
+		rc = errno;
+	else if (!hpg_write_all(out, head, sizeof(head) - 1))
+		rc = errno;
+	while (rc == 0 && (n = read(in, buf, sizeof(buf))) != 0)
+	{
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || !hpg_write_all(out, buf, (size_t) n))
+			rc = errno ? errno : EIO;
+	}
+	if (out >= 0 && close(out) != 0 && rc == 0)
+		rc = errno;
+	close(in);
+	return rc;
 }
 
 void
@@ -136,8 +173,10 @@ hpg_remove_dump_files(const char *dump_path)
 {
 	char		path[MAXPGPATH];
 
-	snprintf(path, sizeof(path), "%s.ids", dump_path);
 	unlink(dump_path);
+	snprintf(path, sizeof(path), "%s.ids", dump_path);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s.maps", dump_path);
 	unlink(path);
 }
 
@@ -164,7 +203,7 @@ hpg_capture_self(StringInfo out, bool identity)
 	if (identity)
 	{
 		char	   *buf = palloc(HP_IDENTITY_MAX);
-		size_t		len = hpg_identity_text(buf, HP_IDENTITY_MAX);
+		size_t		len = hpg_identity_text(buf, HP_IDENTITY_MAX, true);
 
 		appendBinaryStringInfo(out, buf, (int) len);
 		pfree(buf);

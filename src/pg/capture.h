@@ -15,10 +15,14 @@ extern void hpg_capture_self(StringInfo out, bool identity);
 /*
  * Plain C, for a target serving a request and for process exit: this
  * process's identity lines into buf (see engine/format.h), and the same
- * beside a dump file, as DUMP.ids (0 or an errno).
+ * beside a dump file, as DUMP.ids (0 or an errno).  coverage: with the
+ * line saying what the live heap covers (not for recent allocations).
  */
-extern size_t hpg_identity_text(char *buf, size_t size);
-extern int	hpg_write_identity_file(const char *dump_path);
+extern size_t hpg_identity_text(char *buf, size_t size, bool coverage);
+extern int	hpg_write_identity_file(const char *dump_path, bool coverage);
+/* /proc/self/maps as a MAPPED_LIBRARIES section, in DUMP.maps (0 or an errno). */
+extern int	hpg_write_maps_file(const char *dump_path);
+/* Remove DUMP and its .ids and .maps files. */
 extern void hpg_remove_dump_files(const char *dump_path);
 
 #endif

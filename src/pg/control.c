@@ -39,8 +39,9 @@ heapprof_status(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	hpj_status	st;
 	char		version[64];
-	Datum		values[12];
-	bool		nulls[12] = {0};
+	Datum		values[14];
+	bool		nulls[14] = {0};
+	hpg_peak	peak;
 	const char *hint;
 	const char *debug_hint;
 	hpg_proc	p = PROC_ARG(0);
@@ -49,11 +50,11 @@ heapprof_status(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
-	hpg_proc_status(p, &st, version, sizeof(version));
+	hpg_proc_status(p, &st, version, sizeof(version), &peak);
 	hint = hpg_setup_hint(st.state);
 	if (hint == NULL && hpg_shmem == NULL)
 		hint = "Add heapprof to shared_preload_libraries and restart to profile other processes by pid and to use exit dumps.";
-	values[10] = hpg_missing_debug_info(&debug_hint);
+	values[12] = hpg_missing_debug_info(&debug_hint);
 	/* what to install for names matters once profiling works */
 	if (debug_hint && st.state == HPJ_USABLE)
 		hint = hint ? psprintf("%s %s", hint, debug_hint) : debug_hint;
@@ -74,10 +75,13 @@ heapprof_status(PG_FUNCTION_ARGS)
 	nulls[6] = nulls[7] = nulls[8] = !st.have_stats;
 	values[9] = TimestampTzGetDatum(HPG_TIMESTAMP_OF_UNIX(st.sampling_since));
 	nulls[9] = st.sampling_since == 0;
+	values[10] = Int64GetDatum(peak.bytes);
+	values[11] = TimestampTzGetDatum(peak.taken_at);
+	nulls[10] = nulls[11] = peak.taken_at == 0;
 	if (hint)
-		values[11] = CStringGetTextDatum(hint);
+		values[13] = CStringGetTextDatum(hint);
 	else
-		nulls[11] = true;
+		nulls[13] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

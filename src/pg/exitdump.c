@@ -5,6 +5,8 @@
  * leaves its profile in $PGDATA/heapprof/dumps, the oldest removed first
  * beyond heapprof.max_dumps files or heapprof.max_dump_bytes.  A backend that
  * sampled nothing leaves nothing: an empty dump would only use up a place.
+ * A backend whose peak (peak.c) passed the threshold leaves that profile
+ * too, as NAME-peak: the spike that made the DBA look is often gone by exit.
  * The dump's owner is the role that logged in, whatever SET SESSION
  * AUTHORIZATION or SET ROLE did since, so it is readable by those who could
  * have profiled the session.
@@ -34,6 +36,7 @@
 #include "exitdump.h"
 #include "files.h"
 #include "jemalloc.h"
+#include "peak.h"
 #include "store.h"
 #include "engine/format.h"
 #include "engine/report.h"
@@ -80,94 +83,6 @@ heapprof_dumps(PG_FUNCTION_ARGS)
 }
 
 /* ---- at exit: plain C throughout, an ERROR would become FATAL ---- */
-
-typedef struct dump_file
-{
-	char		name[NAME_MAX + 1];
-	off_t		size;
-} dump_file;
-
-static int
-dump_file_cmp(const void *a, const void *b)
-{
-	return strcmp(((const dump_file *) a)->name, ((const dump_file *) b)->name);
-}
-
-/* A temporary file (NAME.heap.tmpPID) of a process that no longer runs? */
-static bool
-stale_tmp(const char *name)
-{
-	const char *t = strstr(name, HPG_SUFFIX ".tmp");
-	int			pid;
-
-	if (t == NULL || (pid = atoi(t + strlen(HPG_SUFFIX ".tmp"))) <= 0)
-		return false;
-	return kill(pid, 0) != 0 && errno == ESRCH;
-}
-
-/*
- * Remove the oldest exit dumps beyond heapprof.max_dumps / max_dump_bytes,
- * and temporary files that crashed writers left.
- */
-static void
-prune_exit_dumps(void)
-{
-	DIR		   *d = opendir(HPG_EXIT_DIR);
-	struct dirent *de;
-	dump_file  *files = NULL;
-	size_t		n = 0;
-	size_t		cap = 0;
-	int64		total = 0;
-
-	if (d == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-	{
-		size_t		len = strlen(de->d_name);
-		char		path[MAXPGPATH];
-		struct stat st;
-
-		snprintf(path, sizeof(path), "%s/%s", HPG_EXIT_DIR, de->d_name);
-		if (stale_tmp(de->d_name))
-		{
-			unlink(path);
-			continue;
-		}
-		if (de->d_name[0] == '.' || len <= strlen(HPG_SUFFIX) ||
-			strcmp(de->d_name + len - strlen(HPG_SUFFIX), HPG_SUFFIX) != 0)
-			continue;
-		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (n == cap)
-		{
-			size_t		ncap = cap ? cap * 2 : 64;
-			dump_file  *v = realloc(files, ncap * sizeof(*v));
-
-			if (v == NULL)
-				break;
-			files = v;
-			cap = ncap;
-		}
-		strlcpy(files[n].name, de->d_name, sizeof(files[n].name));
-		files[n].size = st.st_size;
-		total += st.st_size;
-		n++;
-	}
-	closedir(d);
-	/* names start with the time: sorted, the oldest come first */
-	if (n > 1)
-		qsort(files, n, sizeof(*files), dump_file_cmp);
-	for (size_t i = 0; i < n && ((int64) (n - i) > max_dumps ||
-								 total > (int64) max_dump_bytes_kb * 1024); i++)
-	{
-		char		path[MAXPGPATH];
-
-		snprintf(path, sizeof(path), "%s/%s", HPG_EXIT_DIR, files[i].name);
-		if (unlink(path) == 0 || errno == ENOENT)
-			total -= files[i].size;
-	}
-	free(files);
-}
 
 /* Read a whole file with malloc; NULL on any error. */
 static char *
@@ -240,35 +155,70 @@ sampled_anything(const char *text, size_t len)
 }
 
 /*
+ * Write path: the metadata and identity lines, then jemalloc's dump from
+ * the file raw -- unless it sampled nothing.  Through a temporary file and
+ * a rename; a failure leaves nothing behind.
+ */
+static void
+leave(const char *path, const char *head, size_t hlen, const char *ids, size_t idlen, const char *raw)
+{
+	char		tmp[MAXPGPATH];
+	size_t		len = 0;
+	char	   *text = slurp(raw, &len);
+	int			fd;
+	bool		ok;
+
+	if (text == NULL || !sampled_anything(text, len))
+	{
+		free(text);
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, MyProcPid);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
+	ok = fd >= 0;
+	if (ok)
+	{
+		ok = hpg_write_all(fd, head, hlen) && hpg_write_all(fd, ids, idlen) &&
+			hpg_write_all(fd, text, len) && pg_fsync(fd) == 0;
+		ok = close(fd) == 0 && ok;
+	}
+	free(text);
+	if (!ok || rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
+/*
  * on_proc_exit callback: leave this backend's profile in heapprof/dumps when
- * it holds more than heapprof.dump_on_exit_threshold.  jemalloc writes its
- * dump to a file; heapprof writes the metadata and identity lines and copies
- * the dump after them into a temporary file, then renames it.  A failure
- * just leaves nothing behind.
+ * it holds more than heapprof.dump_on_exit_threshold, and its peak profile
+ * as NAME-peak when its peak passed the threshold (peak.c removes its own
+ * files after this).  A failure just leaves nothing behind.
  */
 static void
 exit_dump(int code, Datum arg)
 {
 	static char identity[HP_IDENTITY_MAX];
 	hpj_status	st;
+	hpg_peak	peak;
+	bool		keep_dump;
+	bool		keep_peak;
 	struct timeval tv;
 	struct tm	tm;
 	char		stamp[32];
 	char		type[64];
+	char		name[MAXPGPATH];
 	char		path[MAXPGPATH];
-	char		tmp[MAXPGPATH];
 	char		raw[MAXPGPATH];
 	char		head[256];
+	size_t		hlen;
 	hp_meta		m = {HP_FORMAT_VERSION, MyProcPid};
-	char	   *text;
-	size_t		len = 0;
-	int			fd;
-	bool		ok;
 
 	if (threshold_kb < 0 || hpj_probe() != HPJ_USABLE)
 		return;
 	hpj_get_status(&st);
-	if (!st.have_stats || st.allocated <= (uint64) threshold_kb * 1024)
+	hpg_peak_get(&peak);
+	keep_dump = st.have_stats && st.allocated > (uint64) threshold_kb * 1024;
+	keep_peak = peak.taken_at != 0 && peak.bytes > (int64) threshold_kb * 1024;
+	if (!keep_dump && !keep_peak)
 		return;
 
 	gettimeofday(&tv, NULL);
@@ -278,47 +228,39 @@ exit_dump(int code, Datum arg)
 	for (char *p = type; *p; p++)
 		if (*p == ' ')
 			*p = '_';
-	snprintf(path, sizeof(path), "%s/%s.%06ldZ-%d-%s%s", HPG_EXIT_DIR, stamp, (long) tv.tv_usec,
-			 MyProcPid, type, HPG_SUFFIX);
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, MyProcPid);
+	snprintf(name, sizeof(name), "%s/%s.%06ldZ-%d-%s", HPG_EXIT_DIR, stamp, (long) tv.tv_usec,
+			 MyProcPid, type);
 	snprintf(raw, sizeof(raw), "%s/raw%s.tmp%d", HPG_EXIT_DIR, HPG_SUFFIX, MyProcPid);
 
 	(void) mkdir(HPG_STORE_DIR, S_IRWXU);
 	(void) mkdir(HPG_EXIT_DIR, S_IRWXU);
-	prune_exit_dumps();			/* room first, also when the disk is full */
-	if (hpj_dump(raw) != 0)
-	{
-		unlink(raw);
-		return;
-	}
-	text = slurp(raw, &len);
-	unlink(raw);
-	if (text == NULL || !sampled_anything(text, len))
-	{
-		free(text);
-		return;
-	}
+	hpg_store_prune(HPG_EXIT_DIR, max_dumps, (int64) max_dump_bytes_kb * 1024);	/* room first, also when the disk is full */
 	m.owner = GetAuthenticatedUserId();
 	m.taken_at = GetCurrentTimestamp();
 	strlcpy(m.backend_type, GetBackendTypeDesc(MyBackendType), sizeof(m.backend_type));
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
-	ok = fd >= 0;
-	if (ok)
+	hlen = hp_format_meta(head, sizeof(head), &m);
+	if (keep_dump && hpj_dump(raw) == 0)
 	{
-		size_t		hlen = hp_format_meta(head, sizeof(head), &m);
-		size_t		idlen = hpg_identity_text(identity, sizeof(identity));
+		size_t		idlen = hpg_identity_text(identity, sizeof(identity), true);
 
-		ok = hpg_write_all(fd, head, hlen) && hpg_write_all(fd, identity, idlen) &&
-			hpg_write_all(fd, text, len) && pg_fsync(fd) == 0;
-		ok = close(fd) == 0 && ok;
+		snprintf(path, sizeof(path), "%s%s", name, HPG_SUFFIX);
+		leave(path, head, hlen, identity, idlen, raw);
 	}
-	free(text);
-	if (!ok || rename(tmp, path) != 0)
+	unlink(raw);
+	if (keep_peak)
 	{
-		unlink(tmp);
-		return;
+		char		ids[MAXPGPATH];
+		size_t		idlen = 0;
+		char	   *idtext;
+
+		hpg_peak_path(raw, sizeof(raw), MyProcPid);
+		snprintf(ids, sizeof(ids), "%s.ids", raw);
+		snprintf(path, sizeof(path), "%s-peak%s", name, HPG_SUFFIX);
+		if ((idtext = slurp(ids, &idlen)) != NULL)
+			leave(path, head, hlen, idtext, idlen, raw);
+		free(idtext);
 	}
-	prune_exit_dumps();
+	hpg_store_prune(HPG_EXIT_DIR, max_dumps, (int64) max_dump_bytes_kb * 1024);
 }
 
 void

@@ -4,16 +4,17 @@
  * heapprof puts jemalloc's heap profiler behind SQL.  This file only holds
  * what PostgreSQL needs to load the module and what happens when a client
  * backend starts; each part defines its own settings (analysis.c,
- * exitdump.c, request.c) and the SQL functions live with their purpose:
- * control.c (status and switches), reports.c (profiles as rows and values),
- * snapshots.c and exitdump.c (stored profiles), objects.c (debug info of the
- * loaded objects).
+ * exitdump.c, request.c, peak.c, recording.c, statements.c) and the SQL
+ * functions live with their purpose: control.c (status and switches),
+ * reports.c (profiles as rows and values), snapshots.c, exitdump.c and
+ * statements.c (stored profiles), objects.c (debug info of the loaded
+ * objects).
  *
  * The layers, each using only those below it:
- *   SQL glue      control.c  reports.c  snapshots.c  exitdump.c  objects.c
+ *   SQL glue      control.c  reports.c  snapshots.c  exitdump.c  statements.c  objects.c
  *   arguments     args.c
  *   decisions     process.c (this process or process N)   store.c
- *   mechanisms    request.c  target.c  capture.c  analysis.c  fold.c
+ *   mechanisms    request.c  target.c  peak.c  recording.c  capture.c  analysis.c  fold.c
  *   foundations   shmem.c  files.c  errors.c  compat.h  (src/jemalloc.c, src/engine)
  */
 #include "postgres.h"
@@ -26,11 +27,14 @@
 #include "analysis.h"
 #include "exitdump.h"
 #include "fold.h"
+#include "peak.h"
+#include "recording.h"
 #include "jemalloc.h"
 #include "process.h"
 #include "request.h"
 #include "shmem.h"
 #include "snapshots.h"
+#include "statements.h"
 #include "target.h"
 
 PG_MODULE_MAGIC;
@@ -59,6 +63,7 @@ client_started(struct Port *port, int status)
 		prev_client_auth_hook(port, status);
 	if (status != STATUS_OK)
 		return;
+	hpg_peak_register();		/* before the exit dump: that may keep the peak */
 	hpg_exitdump_register();
 	/* publish only what changed: most backends start with nothing to tell */
 	if (enable_at_start && hpj_probe() == HPJ_USABLE && hpj_set_active(true) == 0)
@@ -72,6 +77,9 @@ _PG_init(void)
 	hpg_exitdump_init();
 	hpg_request_init();
 	hpg_snapshots_init();
+	hpg_recording_init();
+	hpg_statements_init();
+	hpg_peak_init();
 	DefineCustomBoolVariable("heapprof.enable_at_start",
 							 "Client backends start with heap profiling active.",
 							 "For exit dumps of every session. Needs shared_preload_libraries = 'heapprof'.",
@@ -89,6 +97,7 @@ _PG_init(void)
 		/* in the postmaster: shared memory and hooks every process inherits */
 		hpg_shmem_init();
 		hpg_target_init();
+		hpg_peak_clean();
 		prev_client_auth_hook = ClientAuthentication_hook;
 		ClientAuthentication_hook = client_started;
 	}

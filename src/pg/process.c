@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "capture.h"
 #include "compat.h"
@@ -33,7 +36,7 @@ hpg_proc_of(bool isnull, int32 pid)
 }
 
 void
-hpg_proc_status(hpg_proc p, hpj_status *st, char *version, size_t size)
+hpg_proc_status(hpg_proc p, hpj_status *st, char *version, size_t size, hpg_peak *peak)
 {
 	hpg_answer	a;
 
@@ -41,12 +44,14 @@ hpg_proc_status(hpg_proc p, hpj_status *st, char *version, size_t size)
 	{
 		hpj_get_status(st);
 		strlcpy(version, st->version ? st->version : "", size);
+		hpg_peak_get(peak);
 	}
 	else
 	{
 		hpg_request(p.pid, HPG_OP_STATUS, -1, NULL, &a);
 		*st = a.status;
 		strlcpy(version, a.version, size);
+		*peak = a.peak;
 	}
 	st->version = version[0] ? version : NULL;
 }
@@ -65,7 +70,10 @@ hpg_proc_set_active(hpg_proc p, bool on)
 		return a.status.active;
 	}
 	hpg_require_profiling();
+	hpj_get_status(&st);
 	hpg_check_mallctl(hpj_set_active(on), what);
+	if (on && !st.active)
+		hpg_peak_reset();		/* the peak is since profiling was enabled */
 	hpg_publish_state();
 	hpj_get_status(&st);
 	return st.active;
@@ -85,6 +93,7 @@ hpg_proc_reset(hpg_proc p, int lg_sample)
 	}
 	hpg_require_profiling();
 	hpg_check_mallctl(hpj_reset(lg_sample), "reset the heap profile");
+	hpg_peak_reset();
 	hpg_publish_state();
 	hpj_get_status(&st);
 	return (int64) st.sample_interval;
@@ -136,4 +145,112 @@ hpg_proc_type(hpg_proc p)
 			return GetBackendTypeDesc(local->backendStatus.st_backendType);
 	}
 	return "unknown";
+}
+
+/* What a process without a peak profile lacks. */
+static void
+no_peak(hpg_proc p, const hpg_peak *info)
+{
+	if (!info->available)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("process %d does not track its peak", p.pid),
+				 errhint("Peak profiles need shared_preload_libraries = 'heapprof' and jemalloc 5.3 or later (see heapprof_status()).")));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("process %d has no peak profile yet", p.pid),
+			 errhint("A peak profile is taken while sampling is active and heapprof.track_peak is on: run heapprof_enable(%s), then the workload.",
+					 p.self ? "" : psprintf("pid => %d", p.pid))));
+}
+
+void
+hpg_proc_peak(hpg_proc p, StringInfo out, hpg_peak *info)
+{
+	char		path[MAXPGPATH];
+	char		ids[MAXPGPATH];
+	int			start = out->len;
+	hpg_answer	a;
+
+	if (p.self)
+	{
+		hpg_require_profiling();
+		hpg_peak_get(info);
+	}
+	else
+	{
+		hpg_request(p.pid, HPG_OP_STATUS, -1, NULL, &a);
+		hpg_check_answer(p.pid, &a, "report its peak");
+		*info = a.peak;
+	}
+	if (info->taken_at == 0)
+		no_peak(p, info);
+	hpg_peak_path(path, sizeof(path), p.pid);
+	snprintf(ids, sizeof(ids), "%s.ids", path);
+	/* a new peak replaces the files between the two reads at most once in a while: read again */
+	for (int attempt = 0; attempt < 3; attempt++)
+	{
+		out->len = start;
+		out->data[start] = '\0';
+		if (hpg_read_file(ids, out, true) && hpg_read_file(path, out, true))
+			return;
+	}
+	no_peak(p, info);
+}
+
+/* Wait ms milliseconds, or less if the query is cancelled (ERROR). */
+static void
+sleep_interruptibly(int64 ms)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
+
+	for (;;)
+	{
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until);
+
+		CHECK_FOR_INTERRUPTS();
+		if (left <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, left, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* How long after its window a target keeps recording, for the request that collects it. */
+#define RECORD_GRACE_MS 10000
+
+void
+hpg_proc_record(hpg_proc p, double seconds, StringInfo json, StringInfo ids, StringInfo maps,
+				int64 *from, int64 *to)
+{
+	int64		ms = (int64) (seconds * 1000);
+	char		path[MAXPGPATH];
+	char		file[MAXPGPATH];
+	hpg_answer	a;
+
+	Assert(!p.self);
+	hpg_request(p.pid, HPG_OP_RECORD, (int) (ms + RECORD_GRACE_MS), NULL, &a);
+	hpg_check_answer(p.pid, &a, "record its allocations");
+	if (!a.status.active)
+		ereport(NOTICE,
+				(errmsg("sampling is not active in process %d: the window will record nothing", p.pid),
+				 errhint("Enable it first with heapprof_enable(pid => %d).", p.pid)));
+	*from = a.clock_ns;
+	sleep_interruptibly(ms);
+	hpg_dump_path(path, sizeof(path), "records");
+	PG_TRY();
+	{
+		hpg_request(p.pid, HPG_OP_RECORDS, -1, path, &a);
+		hpg_check_answer(p.pid, &a, "write its record of recent allocations");
+		*to = a.clock_ns;
+		hpg_read_file(path, json, false);
+		snprintf(file, sizeof(file), "%s.ids", path);
+		hpg_read_file(file, ids, false);
+		snprintf(file, sizeof(file), "%s.maps", path);
+		hpg_read_file(file, maps, false);
+	}
+	PG_FINALLY();
+	{
+		hpg_remove_dump_files(path);
+	}
+	PG_END_TRY();
 }

@@ -11,6 +11,7 @@
 #include "lib/stringinfo.h"
 
 #include "jemalloc.h"
+#include "peak.h"
 
 /* jemalloc.h's Unix microseconds and PostgreSQL's TimestampTz */
 #define HPG_UNIX_EPOCH_USECS ((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
@@ -26,14 +27,25 @@ typedef struct hpg_proc
 /* The process a pid argument names: NULL or the caller's own pid is this one. */
 extern hpg_proc hpg_proc_of(bool isnull, int32 pid);
 
-/* The process's status; version (may be NULL'ed in st) copied into buf. */
-extern void hpg_proc_status(hpg_proc p, hpj_status *st, char *version, size_t size);
+/* The process's status and peak; version (may be NULL'ed in st) copied into buf. */
+extern void hpg_proc_status(hpg_proc p, hpj_status *st, char *version, size_t size, hpg_peak *peak);
 /* Switch sampling; returns whether it is active afterwards. */
 extern bool hpg_proc_set_active(hpg_proc p, bool on);
 /* Forget every sample (lg_sample < 0 keeps the interval); returns the interval in force. */
 extern int64 hpg_proc_reset(hpg_proc p, int lg_sample);
 /* Append the process's profile, after its identity lines when asked. */
 extern void hpg_proc_dump(hpg_proc p, StringInfo out, bool identity);
+/* Append the process's peak profile (identity lines first) and what it knows of its peak; ERROR if it has none. */
+extern void hpg_proc_peak(hpg_proc p, StringInfo out, hpg_peak *info);
+/*
+ * Have process p (not this one) record its sampled allocations for seconds,
+ * then append jemalloc's JSON of its recent ones to json, its identity lines
+ * to ids and its MAPPED_LIBRARIES section to maps; *from and *to bound the
+ * window on its jemalloc clock.  Interruptible; the target stops recording
+ * by itself soon after the window, whatever happens here.
+ */
+extern void hpg_proc_record(hpg_proc p, double seconds, StringInfo json, StringInfo ids,
+							StringInfo maps, int64 *from, int64 *to);
 /* What pg_stat_activity calls its backend_type. */
 extern const char *hpg_proc_type(hpg_proc p);
 

@@ -41,6 +41,8 @@ PG_FUNCTION_INFO_V1(heapprof_dump_portable);
 PG_FUNCTION_INFO_V1(heapprof_forget_symbols);
 PG_FUNCTION_INFO_V1(heapprof_dump_flamegraph);
 PG_FUNCTION_INFO_V1(heapprof_dump_pprof);
+PG_FUNCTION_INFO_V1(heapprof_peak);
+PG_FUNCTION_INFO_V1(heapprof_allocations);
 
 typedef void (*emit_fn) (FunctionCallInfo fcinfo, const hp_result *r);
 
@@ -111,13 +113,93 @@ notice_if_partial(const hp_result *r)
 			 errhint("To see what a process allocates from its start, set heapprof.enable_at_start = on for new sessions, or start the server with MALLOC_CONF=prof:true,prof_active:true.")));
 }
 
+/* Bytes for people: 1.5 GB, 12.0 MB, 640 kB. */
+static char *
+pretty_bytes(int64 bytes)
+{
+	return text_to_cstring(DatumGetTextPP(DirectFunctionCall1(pg_size_pretty, Int64GetDatum(bytes))));
+}
+
+/*
+ * jemalloc's records of a window of allocations in process pid as two
+ * profiles: every allocation made in the window, and those of them already
+ * freed when it ended.
+ */
+static void
+window_profiles(hpg_report_args *a, StringInfo made, StringInfo freed)
+{
+	StringInfoData json;
+	StringInfoData ids;
+	StringInfoData maps;
+	hp_recent_stats st;
+	int64		from;
+	int64		to;
+
+	initStringInfo(&json);
+	initStringInfo(&ids);
+	initStringInfo(&maps);
+	hpg_proc_record(a->proc, a->seconds, &json, &ids, &maps, &from, &to);
+	appendBinaryStringInfo(made, ids.data, ids.len);
+	hpg_recent_heap(&json, from, to, HP_RECENT_ALLOCATED, made, &st);
+	appendBinaryStringInfo(made, maps.data, maps.len);
+	if (freed)
+	{
+		appendBinaryStringInfo(freed, ids.data, ids.len);
+		hpg_recent_heap(&json, from, to, HP_RECENT_FREED, freed, &st);
+		appendBinaryStringInfo(freed, maps.data, maps.len);
+	}
+	if (st.truncated)
+		ereport(NOTICE,
+				(errmsg("process %d made more sampled allocations in the window than it records (%lld)",
+						a->proc.pid, (long long) st.max_records),
+				 errdetail("The report covers the last part of the window only."),
+				 errhint("Use a shorter window, or raise heapprof.recent_allocations for that process's role or database.")));
+}
+
+/*
+ * The profile the arguments name, appended to dump (and, for a window, the
+ * freed part to freed when not NULL); returns what it is, for titles.
+ */
+static char *
+get_profile(hpg_report_args *a, StringInfo dump, StringInfo freed)
+{
+	hpg_peak	peak;
+	hp_capture *c;
+
+	if (a->seconds > 0)
+	{
+		window_profiles(a, dump, freed);
+		return psprintf("allocations of process %d during %g s", a->proc.pid, a->seconds);
+	}
+	if (a->peak)
+	{
+		hpg_proc_peak(a->proc, dump, &peak);
+		return psprintf("peak of process %d: %s at %s (profile taken at %s)", a->proc.pid,
+						pretty_bytes(peak.bytes), timestamptz_to_str(peak.taken_at),
+						pretty_bytes(peak.profile_bytes));
+	}
+	if (a->dump)
+	{
+		hpg_profile_by_name(a->dump, dump);
+		c = palloc(sizeof(hp_capture));
+		if (hp_read_capture(dump->data, dump->len, c))
+			return c->queryid ?
+				psprintf("%s: statement capture of query %lld, %s left behind", a->dump, c->queryid,
+						 pretty_bytes(c->growth)) :
+				psprintf("%s: statement capture, %s left behind", a->dump, pretty_bytes(c->growth));
+		return pstrdup(a->dump);
+	}
+	hpg_proc_dump(a->proc, dump, true);
+	return psprintf("live heap of process %d", a->proc.pid);
+}
+
 /*
  * Run the engine on the profile the arguments name and hand the result to
  * emit, which fills the function's tuplestore; without emit, the report's
  * text is returned as one value (a varlena: text or bytea) instead.
  */
 static struct varlena *
-run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit)
+run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit, bool peak)
 {
 	hpg_report_args a;
 	struct varlena *value = NULL;
@@ -126,30 +208,30 @@ run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit)
 	StringInfoData dump;
 	StringInfoData base;
 	hp_result  *r;
+	char	   *what;
 
 	hpg_report_args_get(fcinfo, kind, &a);
-	if (kind == HP_REPORT_FLAMEGRAPH)
-		a.o.program = a.title ? a.title :
-			psprintf("heapprof: %s%s%s", a.dump ? a.dump : a.o.program,
-					 a.base ? " minus " : "", a.base ? a.base : "");
+	a.peak = a.peak || peak;
 	a.o.home_object = "postgres";
 	if (emit)
 		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof report", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(cxt);
 	hpg_unsampled_while_context();
 	initStringInfo(&dump);
 	initStringInfo(&base);
-	if (a.dump)
-		hpg_profile_by_name(a.dump, &dump);
-	else
-		hpg_proc_dump(a.proc, &dump, true);
+	what = get_profile(&a, &dump, NULL);
+	if (a.peak || a.seconds > 0)
+		a.o.program = psprintf("postgres, %s", what);
+	if (kind == HP_REPORT_FLAMEGRAPH)
+		a.o.program = a.title ? a.title :
+			psprintf("heapprof: %s%s%s", what, a.base ? " minus " : "", a.base ? a.base : "");
 	if (a.base)
 		hpg_profile_by_name(a.base, &base);
 	r = hpg_analyze(&dump, a.base ? &base : NULL, &a.o, kind, a.limit);
 	notice_if_empty(r, &a);
-	notice_if_partial(r);
+	if (!a.peak && a.seconds == 0)
+		notice_if_partial(r);
 	if (emit)
 		emit(fcinfo, r);
 	else
@@ -283,28 +365,28 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r)
 Datum
 heapprof_dump_dot(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_DOT, emit_lines);
+	run_report(fcinfo, HP_REPORT_DOT, emit_lines, false);
 	return (Datum) 0;
 }
 
 Datum
 heapprof_dump_text(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_TEXT, emit_lines);
+	run_report(fcinfo, HP_REPORT_TEXT, emit_lines, false);
 	return (Datum) 0;
 }
 
 Datum
 heapprof_dump_collapsed(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_COLLAPSED, emit_lines);
+	run_report(fcinfo, HP_REPORT_COLLAPSED, emit_lines, false);
 	return (Datum) 0;
 }
 
 Datum
 heapprof_top(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_TOP, emit_top);
+	run_report(fcinfo, HP_REPORT_TOP, emit_top, false);
 	return (Datum) 0;
 }
 
@@ -312,7 +394,116 @@ heapprof_top(PG_FUNCTION_ARGS)
 Datum
 heapprof_stacks(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_STACKS, emit_stacks);
+	run_report(fcinfo, HP_REPORT_STACKS, emit_stacks, false);
+	return (Datum) 0;
+}
+
+/* heapprof_top's rows for the profile at the process's highest memory use */
+Datum
+heapprof_peak(PG_FUNCTION_ARGS)
+{
+	run_report(fcinfo, HP_REPORT_TOP, emit_top, true);
+	return (Datum) 0;
+}
+
+/* A stack's frames as one string, to find the same stack in another graph. */
+typedef struct stack_share
+{
+	char	   *key;
+	double		bytes;
+	double		objs;
+} stack_share;
+
+static char *
+stack_key(const hp_graph *g, const hp_path *path)
+{
+	StringInfoData key;
+
+	initStringInfo(&key);
+	for (uint32 j = 0; j < path->nframes; j++)
+	{
+		appendStringInfoString(&key, g->funcs[path->frames[j]].name);
+		appendStringInfoChar(&key, '\n');
+	}
+	return key.data;
+}
+
+static int
+cmp_share(const void *a, const void *b)
+{
+	return strcmp(((const stack_share *) a)->key, ((const stack_share *) b)->key);
+}
+
+/*
+ * heapprof_allocations(seconds, pid, ...): per stack, what process pid
+ * allocated during the window and how much of it it had freed again by the
+ * window's end ("temporary").
+ */
+Datum
+heapprof_allocations(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	hpg_report_args a;
+	MemoryContext cxt;
+	MemoryContext old;
+	StringInfoData made;
+	StringInfoData freed;
+	stack_share *shares;
+	size_t		nshares;
+	hp_result  *r;
+	hp_wholes	bytes = {0};
+	hp_wholes	objs = {0};
+
+	hpg_report_args_get(fcinfo, HP_REPORT_STACKS, &a);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof report", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	hpg_unsampled_while_context();
+	initStringInfo(&made);
+	initStringInfo(&freed);
+	window_profiles(&a, &made, &freed);
+
+	r = hpg_analyze(&freed, NULL, &a.o, HP_REPORT_STACKS, a.limit);
+	nshares = r->graph.npaths;
+	shares = palloc(sizeof(stack_share) * Max(nshares, 1));
+	for (size_t k = 0; k < nshares; k++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		shares[k].key = stack_key(&r->graph, &r->graph.paths[k]);
+		shares[k].bytes = r->graph.paths[k].bytes;
+		shares[k].objs = r->graph.paths[k].objs;
+	}
+	hpg_analysis_end(r);
+	if (nshares > 1)
+		qsort(shares, nshares, sizeof(stack_share), cmp_share);
+
+	r = hpg_analyze(&made, NULL, &a.o, HP_REPORT_STACKS, a.limit);
+	notice_if_empty(r, &a);
+	for (size_t k = 0; k < r->graph.npaths; k++)
+	{
+		const hp_graph *g = &r->graph;
+		const hp_path *path = &g->paths[k];
+		stack_share key = {stack_key(g, path)};
+		stack_share *found = nshares ? bsearch(&key, shares, nshares, sizeof(stack_share), cmp_share) : NULL;
+		/* each part is unsampled on its own: a share cannot exceed the whole */
+		double		temp = found ? Min(found->bytes, path->bytes) : 0;
+		Datum	   *frames = palloc(sizeof(Datum) * (path->nframes + 1));
+		Datum		values[5];
+		bool		nulls[5] = {0};
+
+		CHECK_FOR_INTERRUPTS();
+		for (uint32 j = 0; j < path->nframes; j++)
+			frames[j] = SafeTextDatum(g->funcs[path->frames[j]].name);
+		values[0] = Int64GetDatum(hp_whole_next(&bytes, path->bytes));
+		values[1] = Int64GetDatum(hp_whole_next(&objs, path->objs));
+		values[2] = Int64GetDatum((int64) llround(temp));
+		values[3] = pct_datum(temp, path->bytes, &nulls[3]);
+		values[4] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	hpg_analysis_end(r);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
 	return (Datum) 0;
 }
 
@@ -320,7 +511,7 @@ heapprof_stacks(PG_FUNCTION_ARGS)
 Datum
 heapprof_dump_flamegraph(PG_FUNCTION_ARGS)
 {
-	text	   *svg = (text *) run_report(fcinfo, HP_REPORT_FLAMEGRAPH, NULL);
+	text	   *svg = (text *) run_report(fcinfo, HP_REPORT_FLAMEGRAPH, NULL, false);
 
 	PG_RETURN_TEXT_P(safe_text(VARDATA(svg), VARSIZE(svg) - VARHDRSZ));
 }
@@ -329,7 +520,7 @@ heapprof_dump_flamegraph(PG_FUNCTION_ARGS)
 Datum
 heapprof_dump_pprof(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BYTEA_P((bytea *) run_report(fcinfo, HP_REPORT_PPROF, NULL));
+	PG_RETURN_BYTEA_P((bytea *) run_report(fcinfo, HP_REPORT_PPROF, NULL, false));
 }
 
 /* The dump of process pid (argument 0) as text, after heapprof's "%" lines or without them. */

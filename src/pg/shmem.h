@@ -9,6 +9,7 @@
 #include "storage/spin.h"
 
 #include "jemalloc.h"
+#include "peak.h"
 
 #define HPG_NSLOTS 64
 
@@ -19,7 +20,9 @@ typedef enum hpg_op
 	HPG_OP_ENABLE,
 	HPG_OP_DISABLE,
 	HPG_OP_RESET,
-	HPG_OP_DUMP
+	HPG_OP_DUMP,
+	HPG_OP_RECORD,				/* record recent allocations for arg ms from now */
+	HPG_OP_RECORDS				/* write them to path (and path.ids, path.maps) */
 } hpg_op;
 
 /* The target's answer. */
@@ -28,6 +31,8 @@ typedef struct hpg_answer
 	int			rc;				/* 0, a mallctl errno, -1: profiling not usable there, -2: not the process asked */
 	hpj_status	status;			/* the target's, after the request (version NULL) */
 	char		version[64];
+	hpg_peak	peak;
+	int64		clock_ns;		/* the target's jemalloc clock when it answered */
 } hpg_answer;
 
 typedef enum hpg_slot_state
@@ -50,8 +55,8 @@ typedef struct hpg_slot
 	uint64		seq;
 	TimestampTz since;
 	hpg_op		op;
-	int			arg;			/* lg_sample for HPG_OP_RESET, -1 = keep */
-	char		path[MAXPGPATH];	/* for HPG_OP_DUMP */
+	int			arg;			/* lg_sample for HPG_OP_RESET (-1 = keep), ms for HPG_OP_RECORD */
+	char		path[MAXPGPATH];	/* for HPG_OP_DUMP and HPG_OP_RECORDS */
 	hpg_answer	answer;
 } hpg_slot;
 

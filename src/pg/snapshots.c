@@ -138,20 +138,25 @@ hpg_profile_by_name(const char *name, StringInfo out)
 	else
 	{
 		char		path[MAXPGPATH];
-		bool		snap = exists(HPG_SNAPSHOT_DIR, name);
-		bool		dump = exists(HPG_EXIT_DIR, name);
+		const char *dirs[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_CAPTURE_DIR};
+		const char *dir = NULL;
 
-		if (snap && dump)
-			ereport(ERROR,
-					(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
-					 errmsg("heap profile name \"%s\" is both a snapshot and an exit dump", name),
-					 errhint("A superuser should rename or remove one of the files in the data directory's %s and %s folders.",
-							 HPG_SNAPSHOT_DIR, HPG_EXIT_DIR)));
-		if (snap || dump)
+		for (int i = 0; i < (int) lengthof(dirs); i++)
+		{
+			if (!exists(dirs[i], name))
+				continue;
+			if (dir)
+				ereport(ERROR,
+						(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+						 errmsg("heap profile name \"%s\" is in both %s and %s", name, dir, dirs[i]),
+						 errhint("A superuser should rename or remove one of the files in the data directory.")));
+			dir = dirs[i];
+		}
+		if (dir)
 		{
 			int			start = out->len;
 
-			hpg_store_path(path, snap ? HPG_SNAPSHOT_DIR : HPG_EXIT_DIR, name);
+			hpg_store_path(path, dir, name);
 			found = hpg_read_file(path, out, true);
 			if (found && out->len == start)
 				ereport(ERROR,
@@ -164,7 +169,7 @@ hpg_profile_by_name(const char *name, StringInfo out)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("heap profile \"%s\" does not exist", name),
-				 errhint("heapprof_snapshots() and heapprof_dumps() list the profiles you can read; a session snapshot lives only in the session that took it (persist => true keeps it for others).")));
+				 errhint("heapprof_snapshots(), heapprof_dumps() and heapprof_captures() list the profiles you can read; a session snapshot lives only in the session that took it (persist => true keeps it for others).")));
 	/* a session's own snapshots too: SET ROLE may have changed who asks */
 	if (!hpg_can_read(out->data, out->len))
 		hpg_deny(name, "read");
@@ -200,11 +205,11 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("heap profile snapshot \"%s\" already exists", name),
 				 errhint("Drop it with heapprof_drop_snapshot('%s') or choose another name.", name)));
-	if (exists(HPG_EXIT_DIR, name))
+	if (exists(HPG_EXIT_DIR, name) || exists(HPG_CAPTURE_DIR, name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("heap profile \"%s\" is the name of an exit dump", name),
-				 errhint("Choose another name: reports read snapshots and exit dumps by name.")));
+				 errmsg("heap profile \"%s\" is the name of a stored profile", name),
+				 errhint("Choose another name: reports read snapshots, exit dumps and captures by name.")));
 
 	/* the snapshot's own memory must not show up in later profiles */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof snapshot", ALLOCSET_DEFAULT_SIZES);

@@ -12,6 +12,8 @@
 #include "postgres.h"
 
 #include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "funcapi.h"
@@ -52,7 +54,8 @@ hpg_store_make_dirs(void)
 {
 	if ((MakePGDirectory(HPG_STORE_DIR) < 0 && errno != EEXIST) ||
 		(MakePGDirectory(HPG_SNAPSHOT_DIR) < 0 && errno != EEXIST) ||
-		(MakePGDirectory(HPG_EXIT_DIR) < 0 && errno != EEXIST))
+		(MakePGDirectory(HPG_EXIT_DIR) < 0 && errno != EEXIST) ||
+		(MakePGDirectory(HPG_CAPTURE_DIR) < 0 && errno != EEXIST))
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not create directory \"%s\": %m", HPG_SNAPSHOT_DIR),
@@ -168,6 +171,45 @@ hpg_store_usage(const char *dir, int64 *count, int64 *bytes)
 	FreeDir(d);
 }
 
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+char	  **
+hpg_store_names(const char *dir, int *count)
+{
+	DIR		   *d = AllocateDir(dir);
+	struct dirent *de;
+	char	  **names = NULL;
+	int			n = 0;
+	int			cap = 0;
+
+	*count = 0;
+	if (d == NULL && errno == ENOENT)
+		return NULL;
+	while ((de = ReadDir(d, dir)) != NULL)
+	{
+		size_t		len = profile_name_length(de->d_name);
+
+		CHECK_FOR_INTERRUPTS();
+		if (len == 0)
+			continue;
+		if (n == cap)
+		{
+			cap = cap ? cap * 2 : 64;
+			names = names ? repalloc(names, cap * sizeof(char *)) : palloc(cap * sizeof(char *));
+		}
+		names[n++] = pnstrdup(de->d_name, len);
+	}
+	FreeDir(d);
+	if (n > 1)
+		qsort(names, n, sizeof(char *), cmp_names);
+	*count = n;
+	return names;
+}
+
 void
 hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps, bool (*skip) (const char *name))
 {
@@ -203,4 +245,90 @@ hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps, bool (*skip) 
 		pfree(prof.data);
 	}
 	FreeDir(d);
+}
+
+/* ---- plain C: exit dumps are pruned at process exit ---- */
+
+typedef struct dump_file
+{
+	char		name[NAME_MAX + 1];
+	off_t		size;
+} dump_file;
+
+static int
+dump_file_cmp(const void *a, const void *b)
+{
+	return strcmp(((const dump_file *) a)->name, ((const dump_file *) b)->name);
+}
+
+/* A temporary file (NAME.heap.tmpPID) of a process that no longer runs? */
+static bool
+stale_tmp(const char *name)
+{
+	const char *t = strstr(name, HPG_SUFFIX ".tmp");
+	int			pid;
+
+	if (t == NULL || (pid = atoi(t + strlen(HPG_SUFFIX ".tmp"))) <= 0)
+		return false;
+	return kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+void
+hpg_store_prune(const char *dir, int max_count, int64 max_bytes)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *de;
+	dump_file  *files = NULL;
+	size_t		n = 0;
+	size_t		cap = 0;
+	int64		total = 0;
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+	{
+		size_t		len = strlen(de->d_name);
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stale_tmp(de->d_name))
+		{
+			unlink(path);
+			continue;
+		}
+		if (de->d_name[0] == '.' || len <= strlen(HPG_SUFFIX) ||
+			strcmp(de->d_name + len - strlen(HPG_SUFFIX), HPG_SUFFIX) != 0)
+			continue;
+		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap)
+		{
+			size_t		ncap = cap ? cap * 2 : 64;
+			dump_file  *v = realloc(files, ncap * sizeof(*v));
+
+			if (v == NULL)
+				break;
+			files = v;
+			cap = ncap;
+		}
+		strlcpy(files[n].name, de->d_name, sizeof(files[n].name));
+		files[n].size = st.st_size;
+		total += st.st_size;
+		n++;
+	}
+	closedir(d);
+	/* names start with the time: sorted, the oldest come first */
+	if (n > 1)
+		qsort(files, n, sizeof(*files), dump_file_cmp);
+	for (size_t i = 0; i < n && ((int64) (n - i) > max_count ||
+								 total > max_bytes); i++)
+	{
+		char		path[MAXPGPATH];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
+		if (unlink(path) == 0 || errno == ENOENT)
+			total -= files[i].size;
+	}
+	free(files);
 }

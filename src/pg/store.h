@@ -10,6 +10,8 @@
 #define HPG_STORE_DIR "heapprof"
 #define HPG_SNAPSHOT_DIR HPG_STORE_DIR "/snapshots"
 #define HPG_EXIT_DIR HPG_STORE_DIR "/dumps"
+#define HPG_PEAK_DIR HPG_STORE_DIR "/peaks"
+#define HPG_CAPTURE_DIR HPG_STORE_DIR "/captures"
 #define HPG_SUFFIX ".heap"
 #define HPG_MAX_NAME 63
 
@@ -34,10 +36,19 @@ extern void hpg_deny(const char *name, const char *verb);
  */
 extern void hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps,
 						   bool (*skip) (const char *name));
+/* The profile names in dir, sorted (oldest first for time-stamped names). */
+extern char **hpg_store_names(const char *dir, int *count);
 /* Number and bytes of the regular profile files in dir. */
 extern void hpg_store_usage(const char *dir, int64 *count, int64 *bytes);
 /* One row of either listing. */
 extern void hpg_store_put_row(ReturnSetInfo *rsinfo, const char *name, const char *text, int len,
 							  bool persisted, int64 file_bytes, bool dumps);
+
+/*
+ * Remove the oldest profiles of dir (names start with the time) beyond
+ * max_count files or max_bytes, and temporary files crashed writers left.
+ * Plain C, for process exit too.
+ */
+extern void hpg_store_prune(const char *dir, int max_count, int64 max_bytes);
 
 #endif

@@ -23,6 +23,8 @@
 
 #include "capture.h"
 #include "compat.h"
+#include "peak.h"
+#include "recording.h"
 #include "shmem.h"
 #include "target.h"
 
@@ -41,15 +43,40 @@ do_op(hpg_op op, int arg, const char *path, hpg_answer *answer)
 	if (op != HPG_OP_STATUS && state != HPJ_USABLE)
 		answer->rc = -1;		/* the requester reports answer->status.state */
 	else if (op == HPG_OP_ENABLE || op == HPG_OP_DISABLE)
+	{
+		hpj_status	before;
+		bool		was;
+
+		hpj_get_status(&before);
+		was = before.active;
 		answer->rc = hpj_set_active(op == HPG_OP_ENABLE);
+		if (answer->rc == 0 && op == HPG_OP_ENABLE && !was)
+			hpg_peak_reset();
+	}
 	else if (op == HPG_OP_RESET)
+	{
 		answer->rc = hpj_reset(arg);
+		if (answer->rc == 0)
+			hpg_peak_reset();
+	}
 	else if (op == HPG_OP_DUMP)
 	{
 		answer->rc = hpj_dump(path);
 		if (answer->rc == 0)
-			answer->rc = hpg_write_identity_file(path);
+			answer->rc = hpg_write_identity_file(path, true);
 	}
+	else if (op == HPG_OP_RECORD)
+		answer->rc = hpg_recording_open(hpj_clock_ns() + (int64) arg * 1000000);
+	else if (op == HPG_OP_RECORDS)
+	{
+		answer->rc = hpg_recording_dump(path);
+		if (answer->rc == 0)
+			answer->rc = hpg_write_identity_file(path, false);
+		if (answer->rc == 0)
+			answer->rc = hpg_write_maps_file(path);
+	}
+	answer->clock_ns = hpj_clock_ns();
+	hpg_peak_get(&answer->peak);
 	hpj_get_status(&answer->status);
 	strlcpy(answer->version, answer->status.version ? answer->status.version : "",
 			sizeof(answer->version));
@@ -88,6 +115,8 @@ serve_requests(void)
 		return;
 	serving = true;
 	HOLD_INTERRUPTS();
+	hpg_peak_serve();
+	hpg_recording_serve();
 	for (int i = 0; i < HPG_NSLOTS; i++)
 	{
 		hpg_slot   *slot = &hpg_shmem->slots[i];
@@ -133,7 +162,7 @@ serve_requests(void)
 		else if (slot->seq == seq && slot->state == SLOT_ABANDONED)
 			slot->state = SLOT_FREE;
 		SpinLockRelease(&hpg_shmem->mutex);
-		if (mine && op == HPG_OP_DUMP)
+		if (mine && (op == HPG_OP_DUMP || op == HPG_OP_RECORDS))
 			hpg_remove_dump_files(path);	/* nobody waits for it any more */
 		answered = true;
 	}
@@ -202,7 +231,7 @@ log_hook(ErrorData *edata)
 		if (strcmp(edata->message_id, "logging memory contexts of PID %d") == 0)
 		{
 			/* ours only if heapprof rang: a DBA's own call still logs */
-			suppressing = rung_for_me();
+			suppressing = rung_for_me() || hpg_peak_due();
 			if (suppressing)
 			{
 				serve_requests();

@@ -10,6 +10,10 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_hold' LANGUAGE C STRICT;
 CREATE FUNCTION heapprof_test_hold_palloc(bytes bigint, chunk integer DEFAULT 1048576)
 RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_hold_palloc' LANGUAGE C STRICT;
 
+-- Leak bytes into TopMemoryContext on every call, through hpt_leak_top.
+CREATE FUNCTION heapprof_test_leak(bytes bigint)
+RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_leak' LANGUAGE C STRICT;
+
 -- Busy-loop for the given seconds without checking for interrupts, like
 -- code that does not reach CHECK_FOR_INTERRUPTS (for timeout tests).
 CREATE FUNCTION heapprof_test_spin(seconds float8)

@@ -30,11 +30,13 @@ void	   *hpt_middle(size_t size);
 void	   *hpt_outer(size_t size);
 void	   *hpt_palloc_leaf(size_t size);
 void	   *hpt_palloc_middle(size_t size);
+void	   *hpt_leak_top(size_t size);
 
 PG_FUNCTION_INFO_V1(heapprof_test_hold);
 PG_FUNCTION_INFO_V1(heapprof_test_hold_palloc);
 PG_FUNCTION_INFO_V1(heapprof_test_release);
 PG_FUNCTION_INFO_V1(heapprof_test_spin);
+PG_FUNCTION_INFO_V1(heapprof_test_leak);
 
 void *
 hpt_leaf_alloc(size_t size)
@@ -77,6 +79,29 @@ hpt_palloc_middle(size_t size)
 	void	   *p = hpt_palloc_leaf(size);
 
 	return p;
+}
+
+/* A leak as real ones are: palloc in TopMemoryContext, never freed. */
+void *
+hpt_leak_top(size_t size)
+{
+	void	   *p = MemoryContextAllocHuge(TopMemoryContext, size);
+
+	memset(p, 0x6b, size);
+	return p;
+}
+
+Datum
+heapprof_test_leak(PG_FUNCTION_ARGS)
+{
+	int64		bytes = PG_GETARG_INT64(0);
+
+	if (bytes <= 0 || (Size) bytes > MaxAllocHugeSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bytes must be between 1 and %zu", MaxAllocHugeSize)));
+	(void) hpt_leak_top((size_t) bytes);
+	PG_RETURN_INT64(bytes);
 }
 
 static void

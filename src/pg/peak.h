@@ -1,0 +1,35 @@
+/*
+ * peak.h -- the heap profile of a process at its highest memory use.
+ */
+#ifndef HEAPPROF_PEAK_H
+#define HEAPPROF_PEAK_H
+
+#include "datatype/timestamp.h"
+
+typedef struct hpg_peak
+{
+	bool		available;		/* this process tracks its peak */
+	int64		bytes;			/* the most it held since profiling was enabled or reset */
+	int64		profile_bytes;	/* what it held when the peak profile was taken */
+	TimestampTz taken_at;		/* 0: no peak profile */
+} hpg_peak;
+
+/* _PG_init: heapprof.track_peak and, in the postmaster, jemalloc's hook. */
+extern void hpg_peak_init(void);
+/* At server start: remove the peaks of processes that are gone. */
+extern void hpg_peak_clean(void);
+/* $PGDATA/heapprof/peaks/PID.heap (identity lines in PATH.ids). */
+extern void hpg_peak_path(char *path, size_t size, int pid);
+/* Remove this process's peak files when it exits (registered once). */
+extern void hpg_peak_register(void);
+/* The rest is plain C, for the target of a request too. */
+extern bool hpg_peak_available(void);
+/* Did the hook ask for a CHECK_FOR_INTERRUPTS? */
+extern bool hpg_peak_due(void);
+/* Take the peak profile if one is due (at a CHECK_FOR_INTERRUPTS). */
+extern void hpg_peak_serve(void);
+/* Forget the peak: profiling was enabled or reset. */
+extern void hpg_peak_reset(void);
+extern void hpg_peak_get(hpg_peak *p);
+
+#endif

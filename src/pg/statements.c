@@ -1,0 +1,379 @@
+/*
+ * statements.c -- statements that leave memory behind: heapprof.capture_min_growth
+ * and heapprof_captures().
+ *
+ * With heapprof.capture_min_growth set, a top-level statement after which
+ * the backend holds at least that much more than before it began is
+ * captured: the sampled allocations it made that are still live when it
+ * ends -- what it left behind, by stack -- with its queryid, text (at most
+ * HP_MAX_QUERY bytes), database, time and growth, stored as
+ * $PGDATA/heapprof/captures/NAME.heap, which every report reads with
+ * dump => NAME.  The allocations come from jemalloc's record of recent
+ * ones (recording.c), kept while the setting is on; a statement that made
+ * more sampled allocations than the record holds is marked partial.
+ *
+ * A statement below the threshold costs two reads of this thread's
+ * counters at its start and two at its end.  The oldest captures go first
+ * beyond heapprof.max_captures files or heapprof.max_capture_bytes.  A
+ * capture belongs to the role that logged in, as exit dumps do, and is read
+ * with its privileges.
+ */
+#include "postgres.h"
+
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "executor/executor.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "analysis.h"
+#include "capture.h"
+#include "files.h"
+#include "jemalloc.h"
+#include "recording.h"
+#include "statements.h"
+#include "store.h"
+#include "engine/format.h"
+
+PG_FUNCTION_INFO_V1(heapprof_captures);
+
+static int	min_growth_kb = -1;
+static int	max_captures = 50;
+static int	max_capture_bytes_kb = 100 * 1024;
+
+static ExecutorStart_hook_type prev_executor_start;
+static ExecutorEnd_hook_type prev_executor_end;
+static ProcessUtility_hook_type prev_process_utility;
+
+/* The top-level statement being watched: its query, or a utility statement. */
+static QueryDesc *watched_query;
+static bool watching_utility;
+static int64 start_net;			/* bytes held when it began */
+static int64 start_clock;		/* jemalloc's clock when it began */
+static int64 start_symbols;		/* heapprof's symbol caches then: never a statement's growth */
+
+static void
+assign_min_growth(int newval, void *extra)
+{
+	hpg_recording_for_captures(newval >= 0);
+}
+
+static bool
+watching(void)
+{
+	return watched_query != NULL || watching_utility;
+}
+
+/* Start watching a statement, if captures are on and nothing is watched. */
+static bool
+begin(void)
+{
+	if (min_growth_kb < 0 || watching() || hpj_probe() != HPJ_USABLE)
+		return false;
+	start_net = hpj_thread_net();
+	start_clock = hpj_clock_ns();
+	start_symbols = hpg_symbolizer_bytes();
+	return true;
+}
+
+/* The statement's text: its part of a multi-statement string, cut to HP_MAX_QUERY bytes. */
+static void
+statement_text(const char *source, int location, int length, char *out, size_t size)
+{
+	int			total = source ? (int) strlen(source) : 0;
+
+	out[0] = '\0';
+	if (source == NULL)
+		return;
+	if (location < 0 || location > total)
+	{
+		location = 0;
+		length = total;
+	}
+	else if (length <= 0 || length > total - location)
+		length = total - location;
+	source += location;
+	while (length > 0 && isspace((unsigned char) *source))
+	{
+		source++;
+		length--;
+	}
+	length = pg_mbcliplen(source, length, (int) size - 1);
+	memcpy(out, source, length);
+	out[length] = '\0';
+}
+
+/* What the database is called, also outside a transaction (COMMIT). */
+static const char *
+database_name(void)
+{
+	static char name[NAMEDATALEN];
+
+	if (name[0] == '\0' && IsTransactionState())
+	{
+		char	   *db = get_database_name(MyDatabaseId);
+
+		if (db)
+			strlcpy(name, db, sizeof(name));
+	}
+	return name;
+}
+
+/* Store what the statement left behind; a failure is a WARNING, the statement succeeded. */
+static void
+capture(int64 growth, uint64 queryid, const char *source, int location, int length)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof capture",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	int64		end_clock = hpj_clock_ns();
+	char		path[MAXPGPATH];
+
+	hpg_unsampled_while_context();
+	hpg_dump_path(path, sizeof(path), "capture");
+	PG_TRY();
+	{
+		StringInfoData json;
+		StringInfoData heap;
+		StringInfoData out;
+		hp_recent_stats st;
+		hp_capture *c = palloc0(sizeof(hp_capture));
+		char	   *lines = palloc(Max(HP_CAPTURE_MAX, HP_IDENTITY_MAX));
+		int			rc = hpg_recording_dump(path);
+
+		if (rc == 0)
+			rc = hpg_write_maps_file(path);
+		if (rc != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_IO_ERROR),
+					 errmsg("jemalloc could not write its record of recent allocations to \"%s\": %s",
+							path, strerror(rc))));
+		initStringInfo(&json);
+		hpg_read_file(path, &json, false);
+		initStringInfo(&heap);
+		hpg_recent_heap(&json, start_clock, end_clock, HP_RECENT_LIVE, &heap, &st);
+		if (st.picked > 0)
+		{
+			struct timeval tv;
+			struct tm	tm;
+			char		stamp[32];
+			char		name[HPG_MAX_NAME + 1];
+			char		file[MAXPGPATH];
+
+			c->queryid = (long long) queryid;
+			c->growth = growth;
+			c->partial = st.truncated;
+			strlcpy(c->database, database_name(), sizeof(c->database));
+			statement_text(source, location, length, c->query, sizeof(c->query));
+			initStringInfo(&out);
+			hpg_append_meta(&out, MyProcPid, GetAuthenticatedUserId(), GetBackendTypeDesc(MyBackendType));
+			appendBinaryStringInfo(&out, lines, (int) hp_format_capture(lines, HP_CAPTURE_MAX, c));
+			appendBinaryStringInfo(&out, lines, (int) hpg_identity_text(lines, HP_IDENTITY_MAX, false));
+			appendBinaryStringInfo(&out, heap.data, heap.len);
+			snprintf(file, sizeof(file), "%s.maps", path);
+			hpg_read_file(file, &out, false);
+
+			gettimeofday(&tv, NULL);
+			gmtime_r(&tv.tv_sec, &tm);
+			strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+			snprintf(name, sizeof(name), "%s.%06ldZ-%d-statement", stamp, (long) tv.tv_usec, MyProcPid);
+			hpg_store_make_dirs();
+			hpg_store_prune(HPG_CAPTURE_DIR, Max(max_captures - 1, 0), (int64) max_capture_bytes_kb * 1024 - out.len);
+			hpg_store_path(file, HPG_CAPTURE_DIR, name);
+			if (max_captures > 0 && out.len <= (int64) max_capture_bytes_kb * 1024 &&
+				!hpg_write_atomically(file, out.data, out.len))
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not write heap profile \"%s\": %m", file)));
+		}
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		hpg_remove_dump_files(path);
+		ereport(WARNING,
+				(errmsg("heapprof could not capture the statement: %s", e->message),
+				 e->hint ? errhint("%s", e->hint) : 0));
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+		return;
+	}
+	PG_END_TRY();
+	hpg_remove_dump_files(path);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+}
+
+static void
+end(uint64 queryid, const char *source, int location, int length)
+{
+	int64		growth = hpj_thread_net() - start_net - (hpg_symbolizer_bytes() - start_symbols);
+
+	watched_query = NULL;
+	watching_utility = false;
+	if (min_growth_kb >= 0 && growth >= (int64) min_growth_kb * 1024)
+		capture(growth, queryid, source, location, length);
+}
+
+static void
+executor_start(QueryDesc *queryDesc, int eflags)
+{
+	bool		watch = begin();
+
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	if (watch)
+		watched_query = queryDesc;
+}
+
+static void
+executor_end(QueryDesc *queryDesc)
+{
+	uint64		queryid = queryDesc->plannedstmt->queryId;
+	int			location = queryDesc->plannedstmt->stmt_location;
+	int			length = queryDesc->plannedstmt->stmt_len;
+	const char *source = queryDesc->sourceText;
+	bool		watched = queryDesc == watched_query;
+
+	if (prev_executor_end)
+		prev_executor_end(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
+	if (watched)
+		end(queryid, source, location, length);
+}
+
+static void
+process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				ProcessUtilityContext context, ParamListInfo params,
+				QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	uint64		queryid = pstmt->queryId;
+	int			location = pstmt->stmt_location;
+	int			length = pstmt->stmt_len;
+	bool		watch = context == PROCESS_UTILITY_TOPLEVEL && begin();
+
+	watching_utility = watching_utility || watch;
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	if (watch)
+		end(queryid, queryString, location, length);
+}
+
+/* A statement that failed is not watched any more. */
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		watched_query = NULL;
+		watching_utility = false;
+	}
+}
+
+void
+hpg_statements_init(void)
+{
+	DefineCustomIntVariable("heapprof.capture_min_growth",
+							"Capture a statement after which the backend holds at least this much more memory.",
+							"-1 disables statement captures; heapprof_captures() lists them.",
+							&min_growth_kb,
+							-1, -1, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, assign_min_growth, NULL);
+	DefineCustomIntVariable("heapprof.max_captures",
+							"Most statement captures kept; the oldest are removed first.",
+							NULL,
+							&max_captures,
+							50, 0, 1000000,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("heapprof.max_capture_bytes",
+							"Most disk space statement captures may take; the oldest are removed first.",
+							NULL,
+							&max_capture_bytes_kb,
+							100 * 1024, 0, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = executor_start;
+	prev_executor_end = ExecutorEnd_hook;
+	ExecutorEnd_hook = executor_end;
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = process_utility;
+	RegisterXactCallback(xact_callback, NULL);
+}
+
+/* heapprof_captures(): one row per capture the current user may read */
+Datum
+heapprof_captures(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	  **names;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	names = hpg_store_names(HPG_CAPTURE_DIR, &n);
+	for (int i = 0; i < n; i++)
+	{
+		char		path[MAXPGPATH];
+		StringInfoData text;
+		hp_meta		m;
+		hp_capture *c = palloc(sizeof(hp_capture));
+		Datum		values[10];
+		bool		nulls[10] = {0};
+		int64		bytes;
+		int64		stacks;
+		char	   *owner;
+
+		CHECK_FOR_INTERRUPTS();
+		hpg_store_path(path, HPG_CAPTURE_DIR, names[i]);
+		initStringInfo(&text);
+		if (!hpg_read_file_or_warn(path, &text) ||
+			!hp_read_meta(text.data, text.len, &m) ||
+			!hp_read_capture(text.data, text.len, c) ||
+			!hpg_can_read(text.data, text.len))
+			continue;
+		hpg_summarize(text.data, text.len, &bytes, &stacks);
+		owner = GetUserNameFromId(m.owner, true);
+		values[0] = CStringGetTextDatum(names[i]);
+		values[1] = Int32GetDatum(m.pid);
+		values[2] = owner ? CStringGetTextDatum(owner) : (Datum) 0;
+		nulls[2] = owner == NULL;
+		values[3] = CStringGetTextDatum(c->database);
+		values[4] = Int64GetDatum(c->queryid);
+		nulls[4] = c->queryid == 0;
+		values[5] = CStringGetTextDatum(c->query);
+		values[6] = TimestampTzGetDatum((TimestampTz) m.taken_at);
+		values[7] = Int64GetDatum(c->growth);
+		values[8] = Int64GetDatum(bytes);
+		nulls[8] = bytes < 0;
+		values[9] = BoolGetDatum(c->partial);
+		/* text from a file: valid in the database encoding or not shown */
+		if (!pg_verifymbstr(c->database, strlen(c->database), true))
+			nulls[3] = true;
+		if (!pg_verifymbstr(c->query, strlen(c->query), true))
+			nulls[5] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		pfree(text.data);
+	}
+	return (Datum) 0;
+}
