@@ -5,8 +5,9 @@
  * leaves its profile in $PGDATA/heapprof/dumps, the oldest removed first
  * beyond heapprof.max_dumps files or heapprof.max_dump_bytes.  A backend that
  * sampled nothing leaves nothing: an empty dump would only use up a place.
- * A backend whose peak (peak.c) passed the threshold leaves that profile
- * too, as NAME-peak: the spike that made the DBA look is often gone by exit.
+ * A backend whose peak (peak.c) passed the threshold, an eighth above what
+ * it holds at exit, leaves that profile too, as NAME-peak: the spike that
+ * made the DBA look is often gone by exit.
  * The dump's owner is the role that logged in, whatever SET SESSION
  * AUTHORIZATION or SET ROLE did since, so it is readable by those who could
  * have profiled the session.
@@ -190,8 +191,8 @@ leave(const char *path, const char *head, size_t hlen, const char *ids, size_t i
 /*
  * on_proc_exit callback: leave this backend's profile in heapprof/dumps when
  * it holds more than heapprof.dump_on_exit_threshold, and its peak profile
- * as NAME-peak when its peak passed the threshold (peak.c removes its own
- * files after this).  A failure just leaves nothing behind.
+ * as NAME-peak when that passed the threshold and is not what it holds now
+ * (peak.c removes its own files after this).  A failure just leaves nothing behind.
  */
 static void
 exit_dump(int code, Datum arg)
@@ -217,7 +218,9 @@ exit_dump(int code, Datum arg)
 	hpj_get_status(&st);
 	hpg_peak_get(&peak);
 	keep_dump = st.have_stats && st.allocated > (uint64) threshold_kb * 1024;
-	keep_peak = peak.taken_at != 0 && peak.bytes > (int64) threshold_kb * 1024;
+	/* a peak worth keeping: above the threshold, and not what the exit dump shows anyway */
+	keep_peak = peak.taken_at != 0 && peak.bytes > (int64) threshold_kb * 1024 &&
+		peak.profile_bytes > hpj_thread_net() + hpj_thread_net() / 8;
 	if (!keep_dump && !keep_peak)
 		return;
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# t_captures.sh -- statements that leave memory behind (cluster (a):
+# prof_active:false, lg_prof_sample:0, heapprof preloaded):
+#  - off by default: a leaking statement is not captured;
+#  - with heapprof.capture_min_growth = 1MB, a function that leaks 3 MB into
+#    TopMemoryContext on each call is captured each time, with the queryid
+#    EXPLAIN VERBOSE shows, its text, role, database and growth; the leaking
+#    stack is on top of every report read with dump => NAME, the flame
+#    graph's title names the query, and jeprof reads the same file with the
+#    same total;
+#  - statements below the threshold and heapprof's own reports (its symbol
+#    caches) are not captured;
+#  - heapprof.max_captures keeps the newest; a role reads only its own.
+set -euo pipefail
+q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
+w=$(mktemp -d)
+cleanup() {
+	[ -n "${data:-}" ] && rm -f "$data"/heapprof/captures/*.heap || true
+	q -c "DROP ROLE IF EXISTS hp_capturer" >/dev/null 2>&1 || true
+	rm -rf "$w"
+}
+trap cleanup EXIT
+q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXISTS heapprof_test" >/dev/null
+data=$(q -c "SHOW data_directory")
+rm -f "$data"/heapprof/captures/*.heap
+leak="SELECT heapprof_test_leak(3000000)"
+# jemalloc's clock for these records ticks every few ms: keep the statements apart
+gap="SELECT pg_sleep(0.02)"
+
+# -- off by default
+q -c "SELECT heapprof_enable()" -c "$leak" >/dev/null
+[ "$(q -c "SELECT count(*) FROM heapprof_captures()")" = 0 ] || { echo "captured with the setting off"; exit 1; }
+
+# -- on: two leaks captured, a small statement and a report not
+out=$(q -c "SET compute_query_id = on" -c "SET heapprof.capture_min_growth = '1MB'" \
+	-c "SELECT heapprof_enable()" -c "$gap" -c "$leak" -c "$gap" -c "$leak" -c "$gap" \
+	-c "SELECT count(*) FROM generate_series(1, 1000)" -c "$gap" \
+	-c "SELECT count(*) FROM heapprof_dump_text()" -c "$gap" \
+	-c "EXPLAIN (VERBOSE, COSTS OFF) $leak")
+queryid=$(echo "$out" | sed -n 's/^Query Identifier: //p')
+[ -n "$queryid" ] || { echo "no query identifier: $out"; exit 1; }
+rows=$(q -F ' ' -c "SELECT queryid, usename, datname, growth_bytes >= 3000000, total_bytes BETWEEN 3145728 AND 3145728 + 65536, partial, query FROM heapprof_captures() ORDER BY name")
+expected="$queryid postgres postgres t t f $leak"
+[ "$rows" = "$expected
+$expected" ] || { printf 'captures:\n%s\nexpected twice:\n%s\n' "$rows" "$expected"; exit 1; }
+
+name=$(q -c "SELECT name FROM heapprof_captures() ORDER BY name LIMIT 1")
+out=$(q -F ' ' -c "SELECT function, flat_bytes FROM heapprof_top(1, dump => '$name')" \
+	-c "SELECT frames[1] FROM heapprof_stacks(dump => '$name') ORDER BY bytes DESC LIMIT 1" \
+	-c "SELECT heapprof_dump_flamegraph(dump => '$name') LIKE '%statement capture of query $queryid, % kB left behind%'" \
+	-c "SELECT count(*) > 0 FROM heapprof_dump_dot(dump => '$name')" \
+	-c "SELECT length(heapprof_dump_pprof(dump => '$name')) > 100")
+[ "$out" = "hpt_leak_top 3145728
+hpt_leak_top
+t
+t
+t" ] || { echo "reports of capture $name: $out"; exit 1; }
+ours=$(q -c "SELECT line FROM heapprof_dump_text(dump => '$name', fold => false) line LIMIT 1" | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
+theirs=$(jeprof --text "$(pg_config --bindir)/postgres" "$data/heapprof/captures/$name.heap" 2>/dev/null | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
+[ -n "$ours" ] && [ "$ours" = "$theirs" ] || { echo "capture total: heapprof $ours MB, jeprof $theirs MB"; exit 1; }
+
+# -- retention: the newest max_captures stay
+q -c "SET heapprof.capture_min_growth = '1MB'" -c "SET heapprof.max_captures = 3" -c "SELECT heapprof_enable()" \
+	-c "$gap" -c "$leak" -c "$gap" -c "$leak" -c "$gap" -c "$leak" >/dev/null
+n=$(q -c "SELECT count(*) FROM heapprof_captures()")
+[ "$n" = 3 ] && ! q -c "SELECT name FROM heapprof_captures()" | grep -qx "$name" ||
+	{ echo "retention: $n captures, oldest kept: $(q -c "SELECT name FROM heapprof_captures()")"; exit 1; }
+
+# -- a role sees its own captures only
+q -c "CREATE ROLE hp_capturer LOGIN" \
+	-c "GRANT EXECUTE ON FUNCTION heapprof_captures(), heapprof_enable(integer), heapprof_test_leak(bigint) TO hp_capturer" \
+	-c "ALTER ROLE hp_capturer SET heapprof.capture_min_growth = '1MB'" >/dev/null
+psql -X -q -At -d postgres -U hp_capturer -v ON_ERROR_STOP=1 -c "SELECT heapprof_enable()" -c "$gap" -c "$leak" \
+	-c "SELECT count(*), min(usename) FROM heapprof_captures()" > "$w/own"
+[ "$(tail -n1 "$w/own")" = "1|hp_capturer" ] || { echo "a role's view of captures: $(cat "$w/own")"; exit 1; }
+echo "captures: leaks captured with queryid $queryid, text, role, database; hpt_leak_top on top in every form; jeprof agrees ($ours MB); small statements and reports left out; retention; roles"
