@@ -28,6 +28,15 @@ static bool captures;
 static int64 in_force;			/* what heapprof last set; jemalloc's setting at start otherwise */
 static bool looked;
 
+static int	apply(void);
+
+static void
+assign_records(int newval, void *extra)
+{
+	records = newval;
+	(void) apply();
+}
+
 void
 hpg_recording_init(void)
 {
@@ -37,7 +46,7 @@ hpg_recording_init(void)
 							&records,
 							10000, 100, 1000000,
 							PGC_SUSET, 0,
-							NULL, NULL, NULL);
+							NULL, assign_records, NULL);
 }
 
 static int

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "access/parallel.h"
 #include "access/xact.h"
 #include "commands/dbcommands.h"
 #include "executor/executor.h"
@@ -78,7 +79,8 @@ watching(void)
 static bool
 begin(void)
 {
-	if (min_growth_kb < 0 || watching() || hpj_probe() != HPJ_USABLE)
+	/* a parallel worker's part is its leader's statement */
+	if (min_growth_kb < 0 || watching() || IsParallelWorker() || hpj_probe() != HPJ_USABLE)
 		return false;
 	start_net = hpj_thread_net();
 	start_clock = hpj_clock_ns();
@@ -129,6 +131,20 @@ database_name(void)
 	return name;
 }
 
+/* TIME-PID-statement: sorted by time, as exit dumps are. */
+static void
+capture_name(char *name, size_t size)
+{
+	struct timeval tv;
+	struct tm	tm;
+	char		stamp[32];
+
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	snprintf(name, size, "%s.%06ldZ-%d-statement", stamp, (long) tv.tv_usec, MyProcPid);
+}
+
 /* Store what the statement left behind; a failure is a WARNING, the statement succeeded. */
 static void
 capture(int64 growth, uint64 queryid, const char *source, int location, int length)
@@ -149,6 +165,8 @@ capture(int64 growth, uint64 queryid, const char *source, int location, int leng
 		hp_recent_stats st;
 		hp_capture *c = palloc0(sizeof(hp_capture));
 		char	   *lines = palloc(Max(HP_CAPTURE_MAX, HP_IDENTITY_MAX));
+		char		file[MAXPGPATH];
+		char		name[HPG_MAX_NAME + 1];
 		int			rc = hpg_recording_dump(path);
 
 		if (rc == 0)
@@ -161,41 +179,31 @@ capture(int64 growth, uint64 queryid, const char *source, int location, int leng
 		initStringInfo(&json);
 		hpg_read_file(path, &json, false);
 		initStringInfo(&heap);
+
+		/* written also with no stack left in the record: which statement grew is worth keeping */
+		c->queryid = (long long) queryid;
+		c->growth = growth;
+		strlcpy(c->database, database_name(), sizeof(c->database));
+		statement_text(source, location, length, c->query, sizeof(c->query));
+		initStringInfo(&out);
+		hpg_append_meta(&out, MyProcPid, GetAuthenticatedUserId(), GetBackendTypeDesc(MyBackendType));
 		hpg_recent_heap(&json, start_clock, end_clock, HP_RECENT_LIVE, &heap, &st);
-		if (st.picked > 0)
-		{
-			struct timeval tv;
-			struct tm	tm;
-			char		stamp[32];
-			char		name[HPG_MAX_NAME + 1];
-			char		file[MAXPGPATH];
+		c->partial = st.truncated;
+		appendBinaryStringInfo(&out, lines, (int) hp_format_capture(lines, HP_CAPTURE_MAX, c));
+		appendBinaryStringInfo(&out, lines, (int) hpg_identity_text(lines, HP_IDENTITY_MAX, false));
+		appendBinaryStringInfo(&out, heap.data, heap.len);
+		snprintf(file, sizeof(file), "%s.maps", path);
+		hpg_read_file(file, &out, false);
 
-			c->queryid = (long long) queryid;
-			c->growth = growth;
-			c->partial = st.truncated;
-			strlcpy(c->database, database_name(), sizeof(c->database));
-			statement_text(source, location, length, c->query, sizeof(c->query));
-			initStringInfo(&out);
-			hpg_append_meta(&out, MyProcPid, GetAuthenticatedUserId(), GetBackendTypeDesc(MyBackendType));
-			appendBinaryStringInfo(&out, lines, (int) hp_format_capture(lines, HP_CAPTURE_MAX, c));
-			appendBinaryStringInfo(&out, lines, (int) hpg_identity_text(lines, HP_IDENTITY_MAX, false));
-			appendBinaryStringInfo(&out, heap.data, heap.len);
-			snprintf(file, sizeof(file), "%s.maps", path);
-			hpg_read_file(file, &out, false);
-
-			gettimeofday(&tv, NULL);
-			gmtime_r(&tv.tv_sec, &tm);
-			strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-			snprintf(name, sizeof(name), "%s.%06ldZ-%d-statement", stamp, (long) tv.tv_usec, MyProcPid);
-			hpg_store_make_dirs();
-			hpg_store_prune(HPG_CAPTURE_DIR, Max(max_captures - 1, 0), (int64) max_capture_bytes_kb * 1024 - out.len);
-			hpg_store_path(file, HPG_CAPTURE_DIR, name);
-			if (max_captures > 0 && out.len <= (int64) max_capture_bytes_kb * 1024 &&
-				!hpg_write_atomically(file, out.data, out.len))
-				ereport(ERROR,
-						(errcode_for_file_access(),
-						 errmsg("could not write heap profile \"%s\": %m", file)));
-		}
+		capture_name(name, sizeof(name));
+		hpg_store_make_dirs();
+		hpg_store_prune(HPG_CAPTURE_DIR, Max(max_captures - 1, 0), (int64) max_capture_bytes_kb * 1024 - out.len);
+		hpg_store_path(file, HPG_CAPTURE_DIR, name);
+		if (max_captures > 0 && out.len <= (int64) max_capture_bytes_kb * 1024 &&
+			!hpg_write_atomically(file, out.data, out.len))
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write heap profile \"%s\": %m", file)));
 	}
 	PG_CATCH();
 	{
