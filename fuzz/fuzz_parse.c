@@ -85,12 +85,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static hp_arena arena;	/* modified after setjmp */
 	hp_options	o = HP_OPTIONS_DEFAULT;
 	hp_meta		meta;
+	hp_capture	capture;
 
 	if (symbolizer == NULL && (symbolizer = hp_symbolizer_new()) == NULL)
 		abort();
 	harness_init(&h, size, substring_match);
 
 	hp_read_meta(text, size, &meta);
+	hp_read_capture(text, size, &capture);
 	if (hp_header_length(text, size) > size)
 		abort();
 	read_maps(text, text + size);

@@ -115,10 +115,42 @@ test_identity(void)
 			hp_header_length("%only", 5) == 5 && hp_header_length("", 0) == 0, "wrong");
 }
 
+static void
+test_capture(void)
+{
+	hp_capture	c = {-6826501827167439091LL, 3149936, true, "my db"};
+	hp_capture	back;
+	char		buf[HP_CAPTURE_MAX];
+	char		text[HP_CAPTURE_MAX + 64];
+	size_t		n;
+
+	snprintf(c.query, sizeof(c.query), "SELECT 'a\\b'\n\tFROM \x01 t -- \xc3\xa9");
+	n = hp_format_capture(buf, sizeof(buf), &c);
+	T_CHECK("capture lines are three lines", n == strlen(buf) && strchr(buf, '\t') == NULL &&
+			strchr(buf, '\x01') == NULL, "\"%s\"", buf);
+	snprintf(text, sizeof(text), "%sheap_v2/1\n", buf);
+	T_CHECK("capture round trip", hp_read_capture(text, strlen(text), &back) &&
+			back.queryid == c.queryid && back.growth == c.growth && back.partial &&
+			strcmp(back.database, c.database) == 0 && strcmp(back.query, c.query) == 0,
+			"\"%s\" -> \"%s\"", c.query, back.query);
+	T_CHECK("no capture lines", !hp_read_capture("%heapprof v=1 pid=1\nheap_v2/1\n", 30, &back), "found");
+	snprintf(text, sizeof(text), "%%heapprof-capture queryid=x\n%%heapprof-query \\x4\n");
+	T_CHECK("hostile capture lines", !hp_read_capture(text, strlen(text), &back) &&
+			strcmp(back.query, "x4") == 0, "\"%s\"", back.query);
+	memset(c.query, 'q', HP_MAX_QUERY);
+	c.query[HP_MAX_QUERY] = '\0';
+	memset(c.database, '\n', sizeof(c.database) - 1);
+	n = hp_format_capture(buf, sizeof(buf), &c);
+	T_CHECK("longest capture fits", n == strlen(buf) && hp_read_capture(buf, n, &back) &&
+			strlen(back.query) == HP_MAX_QUERY && strlen(back.database) == sizeof(c.database) - 1,
+			"%zu", n);
+}
+
 int
 main(void)
 {
 	test_meta();
 	test_identity();
+	test_capture();
 	return t_exit();
 }
