@@ -5,7 +5,8 @@
 #    database, without an error, and no query in them gives zero rows;
 #  - every ```sh block that talks to the server (psql -At) in a scratch
 #    directory, each file it writes non-empty (go tool pprof reads the
-#    pprof file, Graphviz the dot file).
+#    pprof file, Graphviz the dot file); the statement captures they make
+#    are removed afterwards.
 # The examples' other process is a session named myapp that keeps
 # allocating, and the grants go to a role app_debugger.
 set -euo pipefail
@@ -17,11 +18,13 @@ q() { psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
 cleanup() {
 	[ -n "${APP_PID:-}" ] && kill "$APP_PID" 2>/dev/null || true
 	q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$db'" >/dev/null 2>&1 || true
+	[ -n "${data:-}" ] && rm -f "$data"/heapprof/captures/*.heap || true
 	q -c "DROP DATABASE IF EXISTS $db" -c "DROP OWNED BY app_debugger" -c "DROP ROLE IF EXISTS app_debugger" \
 		>/dev/null 2>&1 || true
 	rm -rf "$w"
 }
 trap cleanup EXIT
+data=$(q -c "SHOW data_directory")
 q -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" -c "DROP ROLE IF EXISTS app_debugger" \
 	-c "CREATE ROLE app_debugger LOGIN" >/dev/null
 
@@ -48,16 +51,20 @@ fi
 nsql=$(grep -c '^([0-9]* rows\?)$' <<<"$out")
 
 nsh=0
+files=0
+pprof_out=
 for f in "$w"/sh*; do
 	grep -q 'psql -At' "$f" || continue
 	nsh=$((nsh + 1))
+	grep -q 'go tool pprof' "$f" && pprof_out=$w/sh$nsh.out
 	mkdir -p "$w/run$nsh"
 	(cd "$w/run$nsh" && PGDATABASE=$db HOME=$w GOCACHE=$w/go bash -euo pipefail "$f") >"$w/sh$nsh.out" 2>&1 ||
 		{ echo "README's shell example failed:"; cat "$f"; tail -n 20 "$w/sh$nsh.out"; exit 1; }
 	for g in "$w/run$nsh"/*; do
 		[ -s "$g" ] || { echo "README's shell example wrote an empty $(basename "$g")"; cat "$f"; exit 1; }
+		files=$((files + 1))
 	done
 done
 [ "$nsh" -gt 0 ] || { echo "no shell example of README talks to the server"; exit 1; }
-grep -q 'flat%' "$w/sh$nsh.out" || { echo "go tool pprof -top printed no table"; cat "$w/sh$nsh.out"; exit 1; }
-echo "README: $nsql SQL results in one session, none empty; $nsh shell example wrote $(ls "$w/run$nsh" | wc -l) files"
+[ -n "$pprof_out" ] && grep -q 'flat%' "$pprof_out" || { echo "go tool pprof -top printed no table"; cat "$pprof_out"; exit 1; }
+echo "README: $nsql SQL results in one session, none empty; $nsh shell examples wrote $files files"

@@ -3,9 +3,11 @@
  *
  * A libpq client of the heapprof extension: lists the processes it can
  * reach, switches their profiling, and writes any report of one of them to
- * a file (dot, svg, flamegraph, collapsed, pprof, raw, text, top).  Leak
- * mode takes a snapshot, waits, and writes what grew.  Connection options
- * and PG* environment variables work as for psql.
+ * a file (dot, svg, flamegraph, collapsed, pprof, raw, text, top): of the
+ * heap it holds, of its peak, of what it allocates during a window, or of a
+ * stored profile (a statement capture, ...).  Leak mode takes a snapshot,
+ * waits, and writes what grew.  Connection options and PG* environment
+ * variables work as for psql.
  *
  * Several servers (a primary and its standbys): each is contacted by a
  * thread of its own with a connect timeout, so one that is down delays
@@ -26,7 +28,9 @@
 #include <string.h>
 #include <time.h>
 #include <fcntl.h>
+#include <sys/select.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,7 +55,16 @@ usage(FILE *f)
 			"  -r, --report=FORMAT    write a report of the chosen processes; FORMAT is dot,\n"
 			"                         svg, flamegraph, collapsed, pprof, raw, text or top\n"
 			"  -s, --seconds=N        leak mode: snapshot process --pid, wait N seconds,\n"
-			"                         then write what grew (FORMAT from --report, default text)\n\n"
+			"                         then write what grew (FORMAT from --report, default text)\n"
+			"      --captures         list the statements that left memory behind, on every\n"
+			"                         server (heapprof.capture_min_growth)\n\n"
+			"What to report (default: what the chosen processes hold now):\n"
+			"      --peak             the profile taken when the process held the most\n"
+			"      --allocations=SECONDS  what the process allocates during a window of\n"
+			"                         SECONDS (0 < SECONDS <= 3600; fractions allowed)\n"
+			"      --dump=NAME        the stored profile NAME of the server (a capture, an\n"
+			"                         exit dump, a persisted snapshot) instead of a process\n"
+			"                         (each implies --report: any FORMAT but raw, default text)\n\n"
 			"Choosing processes:\n"
 			"  -P, --pid=PID          the server process to act on (one server; see --list)\n"
 			"  -t, --backend-type=TYPE  every process of TYPE (e.g. startup, walsender,\n"
@@ -214,6 +227,7 @@ typedef struct server
 	char		label[256];		/* host:port, or "server N" (its place on the command line) */
 	PGconn	   *conn;
 	bool		standby;
+	PGcancel   *volatile cancel;	/* while an allocation window may run: for Ctrl-C */
 	char		schema[2 * 64 + 3]; /* the extension's, quoted */
 	problem		pr;				/* could not connect, no extension, ... */
 	PGresult   *procs;			/* heapprof_backends() rows */
@@ -240,26 +254,29 @@ static struct
 	const char *objects;
 	const char *focus;
 	const char *ignore;
+	const char *peak;			/* --peak: "true", else "false" */
+	const char *window;			/* --allocations: seconds, as given */
+	const char *dump;			/* --dump: a stored profile's name */
 } cfg;
 
 /* The report's arguments, as named parameters $1.. of every report function. */
 typedef struct params
 {
-	const char *values[6];		/* pid, fold, objects, focus, ignore, base */
+	const char *values[9];		/* pid, fold, objects, focus, ignore, base, dump, peak, seconds */
 } params;
 
 #define REPORT_ARGS "pid => $1::int, fold => $2::bool, objects => $3::bool, " \
-	"focus => $4, ignore => $5, base => $6"
+	"focus => $4, ignore => $5, base => $6, dump => $7, peak => $8::boolean, " \
+	"seconds => $9::double precision"
 
 /*
- * Send sql with "@x." replaced by the server's extension schema: with
+ * sql with "@x." replaced by the server's extension schema: with
  * search_path empty (see connect_server), every name is pg_catalog's or the
  * extension's, so no object another role creates can stand in for one.
  */
-static PGresult *
-exec(const server *s, const char *sql, int nparams, const char *const *values, int binary)
+static void
+expand(const server *s, const char *sql, char *buf, size_t size)
 {
-	char		buf[2048];
 	size_t		n = 0;
 
 	for (const char *c = sql; *c; c++)
@@ -273,7 +290,7 @@ exec(const server *s, const char *sql, int nparams, const char *const *values, i
 			len = strlen(s->schema);
 			c += 2;
 		}
-		if (n + len + 2 > sizeof(buf))
+		if (n + len + 2 > size)
 			abort();			/* our own queries are all far shorter */
 		memcpy(buf + n, part, len);
 		n += len;
@@ -281,6 +298,14 @@ exec(const server *s, const char *sql, int nparams, const char *const *values, i
 			buf[n++] = '.';
 	}
 	buf[n] = '\0';
+}
+
+static PGresult *
+exec(const server *s, const char *sql, int nparams, const char *const *values, int binary)
+{
+	char		buf[2048];
+
+	expand(s, sql, buf, sizeof(buf));
 	return PQexecParams(s->conn, buf, nparams, NULL, values, NULL, NULL, binary);
 }
 
@@ -409,7 +434,7 @@ report_sql(const char *format, char *sql, size_t size)
 				 REPORT_ARGS);
 	else
 		return -1;
-	return 6;
+	return 9;
 }
 
 #define TOP_LINE "%4s %14s %7s %14s %7s  %s\n"
@@ -557,7 +582,116 @@ put(const char *format, const char *data, size_t len, const char *path)
 	return true;
 }
 
-/* The one-server report of process p->values[0]; exits on failure. */
+static volatile sig_atomic_t interrupted;
+
+/* The servers whose allocation windows Ctrl-C cancels (PQcancel is safe here). */
+static server *cancel_sv;
+static int	cancel_nsv;
+
+static void
+on_signal(int sig)
+{
+	interrupted = sig;
+	for (int i = 0; i < cancel_nsv; i++)
+	{
+		PGcancel   *c = cancel_sv[i].cancel;
+		char		err[256];
+
+		if (c)
+			(void) PQcancel(c, err, sizeof(err));
+	}
+}
+
+/* Ctrl-C (or SIGTERM) cancels the windows of sv's servers under way. */
+static void
+cancel_on_signal(server *sv, int nsv)
+{
+	cancel_sv = sv;
+	cancel_nsv = nsv;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+}
+
+/*
+ * run() for an allocation window: the server answers when the window ends,
+ * meanwhile a progress line; Ctrl-C cancels it (the server stops the
+ * window and keeps nothing of it) and writes nothing.
+ */
+static PGresult *
+run_window(server *s, const char *sql, const params *p, int nparams, int binary)
+{
+	char		buf[2048];
+	double		seconds = strtod(p->values[8], NULL);
+	bool		tty = isatty(fileno(stderr));
+	const char *what = p->values[0];
+	time_t		start = time(NULL);
+	long		shown = -1;
+	PGresult   *res = NULL;
+	PGresult   *r;
+
+	expand(s, sql, buf, sizeof(buf));
+	s->cancel = PQgetCancel(s->conn);
+	cancel_on_signal(s, 1);
+	if (!PQsendQueryParams(s->conn, buf, nparams, NULL, p->values, NULL, NULL, binary))
+		fail("%s", PQerrorMessage(s->conn));
+	while (PQisBusy(s->conn))
+	{
+		long		elapsed = (long) (time(NULL) - start);
+		struct timeval tv = {1, 0};
+		fd_set		fds;
+
+		if (interrupted)
+		{
+			if (tty && shown >= 0)
+				fputc('\n', stderr);
+			fail("interrupted; nothing written");
+		}
+		if (elapsed != shown && elapsed < seconds)
+		{
+			if (tty)
+				fprintf(stderr, "\r%s: watching what process %s allocates: %ld/%g s ", progname, what,
+						elapsed, seconds);
+			else if (elapsed % 10 == 0)
+				fprintf(stderr, "%s: watching what process %s allocates: %ld/%g s\n", progname, what,
+						elapsed, seconds);
+			shown = elapsed;
+		}
+		FD_ZERO(&fds);
+		FD_SET(PQsocket(s->conn), &fds);
+		if (select(PQsocket(s->conn) + 1, &fds, NULL, NULL, &tv) < 0 && errno != EINTR)
+			fail("could not wait for the server: %s", strerror(errno));
+		if (!PQconsumeInput(s->conn))
+			break;				/* PQgetResult tells why */
+	}
+	if (interrupted)			/* the cancel's answer came at once */
+	{
+		if (tty && shown >= 0)
+			fputc('\n', stderr);
+		fail("interrupted; nothing written");
+	}
+	if (tty && shown >= 0)
+		fprintf(stderr, "\r%s: watched what process %s allocates for %g s%20s\n", progname, what, seconds, "");
+	while ((r = PQgetResult(s->conn)) != NULL)
+		if (res == NULL)
+			res = r;
+		else
+			PQclear(r);
+	if (res == NULL)
+		fail("%s", PQerrorMessage(s->conn));
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		set_result_problem(&s->pr, res);
+		report_problem(&s->pr, NULL);
+		exit(1);
+	}
+	return res;
+}
+
+/*
+ * The one-server report of process p->values[0] (its heap, its peak, or a
+ * window of its allocations), or of the stored profile p->values[6]; exits
+ * on failure.
+ */
 static void
 write_report(server *s, const char *format, const params *p, const char *path)
 {
@@ -578,21 +712,16 @@ write_report(server *s, const char *format, const params *p, const char *path)
 		return;
 	}
 	nparams = report_sql(format, sql, sizeof(sql));
-	res = run(s, sql, p, nparams, strcmp(format, "pprof") == 0);
+	if (p->values[8])
+		res = run_window(s, sql, p, nparams, strcmp(format, "pprof") == 0);
+	else
+		res = run(s, sql, p, nparams, strcmp(format, "pprof") == 0);
 	data = to_bytes(format, res, &len);
 	PQclear(res);
 	ok = put(format, data, len, path);
 	free(data);
 	if (!ok)
 		exit(1);
-}
-
-static volatile sig_atomic_t interrupted;
-
-static void
-on_signal(int sig)
-{
-	interrupted = sig;
 }
 
 /* Leak mode: snapshot, wait with a progress line, report the growth, drop it. */
@@ -609,8 +738,7 @@ leak(server *s, int seconds, const char *format, params *p, const char *path)
 	snap[1] = p->values[0];
 	PQclear(run(s, "SELECT @x.heapprof_snapshot($1, pid => $2::int)", &(params) {{name, p->values[0]}}, 2, 0));
 
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	cancel_on_signal(NULL, 0);
 	for (int i = 0; i < seconds && !interrupted; i++)
 	{
 		if (tty)
@@ -647,8 +775,23 @@ leak(server *s, int seconds, const char *format, params *p, const char *path)
 /* One row per frame (stack number, bytes, objects, frame; a stack without frames has one NULL frame). */
 #define STACKS_SQL "SELECT s.n, s.bytes, s.objects, f.name FROM (SELECT pg_catalog.row_number() OVER () AS n, " \
 	"t.bytes, t.objects, t.frames FROM @x.heapprof_stacks(focus => $3, ignore => $4, fold => $2::bool, " \
-	"pid => $1::int) t) s LEFT JOIN LATERAL pg_catalog.unnest(s.frames) WITH ORDINALITY AS f(name, i) " \
+	"pid => $1::int, peak => $5::boolean, seconds => $6::double precision) t) s " \
+	"LEFT JOIN LATERAL pg_catalog.unnest(s.frames) WITH ORDINALITY AS f(name, i) " \
 	"ON true ORDER BY s.n, f.i"
+
+/*
+ * One row per statement capture: the query's first line, at most 80
+ * characters ("..." where cut).
+ */
+#define CAPTURES_SQL "SELECT c.name, c.pid, coalesce(c.usename, ''), coalesce(c.datname, ''), " \
+	"coalesce(c.queryid::text, ''), pg_catalog.pg_size_pretty(c.growth_bytes), " \
+	"pg_catalog.to_char(c.captured_at, 'YYYY-MM-DD HH24:MI:SS'), " \
+	"CASE WHEN l.more OR pg_catalog.length(l.line) OPERATOR(pg_catalog.>) 80 " \
+	"THEN pg_catalog.concat(pg_catalog.\"left\"(l.line, 77), '...') ELSE l.line END " \
+	"FROM @x.heapprof_captures() c, LATERAL (SELECT pg_catalog.split_part(t.q, E'\\n', 1) AS line, " \
+	"pg_catalog.strpos(t.q, E'\\n') OPERATOR(pg_catalog.>) 0 AS more " \
+	"FROM pg_catalog.btrim(coalesce(c.query, ''), E' \\t\\r\\n') AS t(q)) l " \
+	"ORDER BY c.captured_at, c.name"
 
 /* A server's notices (an empty profile, ...) name the server. */
 static void
@@ -672,22 +815,30 @@ serve(void *arg)
 		return NULL;
 	if (cfg.several)
 		PQsetNoticeProcessor(s->conn, notice, s);
+	if (cfg.action == 'c')
+	{
+		s->procs = query(s, &s->pr, CAPTURES_SQL, 0, NULL, 0);
+		return NULL;
+	}
 	s->procs = query(s, &s->pr, LIST_SQL, 2, sel, 0);
 	if (s->procs == NULL || cfg.type == NULL)
 		return NULL;
+	if (cfg.window)
+		s->cancel = PQgetCancel(s->conn);
 	s->t = xcalloc((size_t) PQntuples(s->procs), sizeof(target));
-	for (int i = 0; i < PQntuples(s->procs); i++)
+	for (int i = 0; i < PQntuples(s->procs) && !interrupted; i++)
 	{
 		target	   *t = &s->t[s->nt++];
-		const char *v[6] = {PQgetvalue(s->procs, i, 0), cfg.fold, cfg.merge ? cfg.focus : cfg.objects,
-		cfg.merge ? cfg.ignore : cfg.focus, cfg.ignore, NULL};
+		const char *v[9] = {PQgetvalue(s->procs, i, 0), cfg.fold, cfg.objects, cfg.focus, cfg.ignore,
+		NULL, NULL, cfg.peak, cfg.window};
+		const char *mv[6] = {v[0], cfg.fold, cfg.focus, cfg.ignore, cfg.peak, cfg.window};
 		char		sql[512];
 
 		t->pid = v[0];
 		t->type = PQgetvalue(s->procs, i, 1);
 		t->base = cfg.base_type && strcmp(t->type, cfg.base_type) == 0;
 		if (cfg.merge)
-			t->res = query(s, &t->pr, STACKS_SQL, 4, v, 0);
+			t->res = query(s, &t->pr, STACKS_SQL, 6, mv, 0);
 		else if (cfg.action == 'r')
 			t->res = query(s, &t->pr, sql, report_sql(cfg.format, sql, sizeof(sql)), v,
 						   strcmp(cfg.format, "pprof") == 0);
@@ -773,11 +924,17 @@ write_merged(server *sv, int nsv, const char *format, const char *path, bool obj
 	hp_graph	g;
 	hp_buf		b;
 	bool		ok;
+	char		program[64];
 
 	env.ctx = &env;
 	o.measure = objects ? HP_INUSE_OBJECTS : HP_INUSE_SPACE;
 	o.drop_negative = drop_negative;
-	o.program = cfg.base_type ? "merged, minus base" : "merged";
+	snprintf(program, sizeof(program), "merged%s%s%s%s", strcmp(cfg.peak, "true") == 0 ? " peaks" : "",
+			 cfg.window ? " allocations in " : "", cfg.window ? cfg.window : "",
+			 cfg.window ? " s" : "");
+	if (cfg.base_type)
+		strncat(program, ", minus base", sizeof(program) - strlen(program) - 1);
+	o.program = program;
 	hp_arena_init(&a, &env);
 	hp_graph_from_stacks(&a, st, n, &o, &g);
 	hp_buf_init(&b, &a);
@@ -913,6 +1070,32 @@ list(server *sv, int nsv, bool objects)
 	free(totals);
 }
 
+#define CAPTURE_LINE "%-40s %8s %-12s %-12s %20s %10s %-19s  %-24s %s\n"
+
+/* --captures: one table over every server, the query's first line last. */
+static void
+list_captures(server *sv, int nsv)
+{
+	printf(CAPTURE_LINE, "name", "pid", "user", "database", "queryid", "growth", "captured at", "server",
+		   "query");
+	for (int i = 0; i < nsv; i++)
+	{
+		server	   *s = &sv[i];
+
+		if (s->procs == NULL)
+		{
+			printf(CAPTURE_LINE, PQstatus(s->conn) == CONNECTION_OK ? "(error)" : "(unreachable)",
+				   "-", "", "", "", "", "", s->label, "");
+			continue;
+		}
+		for (int r = 0; r < PQntuples(s->procs); r++)
+			printf(CAPTURE_LINE, PQgetvalue(s->procs, r, 0), PQgetvalue(s->procs, r, 1),
+				   PQgetvalue(s->procs, r, 2), PQgetvalue(s->procs, r, 3), PQgetvalue(s->procs, r, 4),
+				   PQgetvalue(s->procs, r, 5), PQgetvalue(s->procs, r, 6), s->label,
+				   PQgetvalue(s->procs, r, 7));
+	}
+}
+
 /* Append a copy of s to the connection strings. */
 static void
 add_server(char ***list, int *n, int *cap, const char *s)
@@ -962,6 +1145,10 @@ main(int argc, char **argv)
 		{"disable", no_argument, NULL, 'x'},
 		{"report", required_argument, NULL, 'r'},
 		{"seconds", required_argument, NULL, 's'},
+		{"captures", no_argument, NULL, 10},
+		{"peak", no_argument, NULL, 11},
+		{"allocations", required_argument, NULL, 12},
+		{"dump", required_argument, NULL, 13},
 		{"pid", required_argument, NULL, 'P'},
 		{"backend-type", required_argument, NULL, 't'},
 		{"merge", no_argument, NULL, 'm'},
@@ -1000,7 +1187,9 @@ main(int argc, char **argv)
 	bool		never_prompt = false;
 	bool		objects = false;
 	bool		drop_negative = false;
+	bool		listed = false;	/* --list, and no --report after it */
 	bool		failed = false;
+	const char *modifier;
 	server	   *sv;
 	int			nsv;
 	char		sql[512];
@@ -1014,6 +1203,7 @@ main(int argc, char **argv)
 	cfg.action = 'l';
 	cfg.fold = "true";
 	cfg.objects = "false";
+	cfg.peak = "false";
 	while ((c = getopt_long(argc, argv, "lexr:s:P:t:mo:d:f:h:p:U:wWV?", longopts, NULL)) != -1)
 	{
 		switch (c)
@@ -1022,11 +1212,42 @@ main(int argc, char **argv)
 			case 'e':
 			case 'x':
 				cfg.action = (char) c;
+				listed = c == 'l';
+				break;
+			case 10:
+				cfg.action = 'c';
+				listed = false;
 				break;
 			case 'r':
 				cfg.format = optarg;
 				if (cfg.action == 'l')
 					cfg.action = 'r';
+				listed = false;
+				break;
+			case 11:
+				cfg.peak = "true";
+				break;
+			case 12:
+				{
+					size_t		whole = strspn(optarg, "0123456789");
+					size_t		frac = 0;
+					const char *rest = optarg + whole;
+					double		v;
+
+					if (*rest == '.')
+					{
+						frac = strspn(rest + 1, "0123456789");
+						rest += 1 + frac;
+					}
+					v = strtod(optarg, NULL);
+					if (*rest != '\0' || whole + frac == 0 || strlen(optarg) > 20 || !(v > 0 && v <= 3600))
+						bad_usage("--allocations must be a number of seconds above 0 and at most 3600 (e.g. 10 or 0.5), not \"%s\"",
+								  optarg);
+					cfg.window = optarg;
+				}
+				break;
+			case 13:
+				cfg.dump = optarg;
 				break;
 			case 's':
 				seconds = atoi(optarg);
@@ -1119,13 +1340,44 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s: hint: use dot, svg, flamegraph, collapsed, pprof, raw, text or top\n", progname);
 		return 2;
 	}
+	/* what to report: the heap now, its peak, a window of allocations, or a stored profile */
+	modifier = strcmp(cfg.peak, "true") == 0 ? "--peak" : cfg.window ? "--allocations" : cfg.dump ? "--dump" : NULL;
+	if (modifier)
+	{
+		if ((strcmp(cfg.peak, "true") == 0) + (cfg.window != NULL) + (cfg.dump != NULL) > 1)
+			bad_usage("--peak, --allocations and --dump exclude each other");
+		if (cfg.action == 's')
+			bad_usage("--seconds (leak mode) reports what grew since a snapshot; it cannot be combined with %s",
+					  modifier);
+		if (listed || cfg.action == 'e' || cfg.action == 'x' || cfg.action == 'c')
+			bad_usage("%s chooses what a report shows; use it with --report, not with --%s", modifier,
+					  cfg.action == 'e' ? "enable" : cfg.action == 'x' ? "disable" :
+					  cfg.action == 'c' ? "captures" : "list");
+		cfg.action = 'r';
+		if (cfg.format == NULL)
+			cfg.format = "text";
+		if (strcmp(cfg.format, "raw") == 0)
+			bad_usage("the raw format is a process's live heap: heapprof_dump_raw takes no peak, seconds or dump argument; choose another format for %s",
+					  modifier);
+		if (client_symbols)
+			bad_usage("--client-symbols names the frames of a process's live heap (heapprof_dump_portable); it cannot be combined with %s",
+					  modifier);
+		if (cfg.dump && (pid || cfg.type || cfg.merge || cfg.base_type))
+			bad_usage("--dump reports a stored profile instead of a process; it excludes --pid, --backend-type and --merge");
+		if (cfg.dump && nsv > 1)
+			bad_usage("--dump names a stored profile of one server; give one server");
+	}
+	if (client_symbols && cfg.action == 's')
+		bad_usage("--client-symbols names the frames of a process's live heap (heapprof_dump_portable); leak mode reports what grew, named by the server");
+	if (cfg.action == 'c' && (pid || cfg.type || cfg.merge || cfg.base_type || cfg.format))
+		bad_usage("--captures lists the statement captures of every server; it takes no --pid, --backend-type, --merge or --report");
 	if (pid && cfg.type)
 		bad_usage("--pid and --backend-type exclude each other");
 	if (pid && nsv > 1)
 		bad_usage("--pid names a process of one server; use --backend-type with several servers");
 	if (cfg.action == 's' && pid == NULL)
 		bad_usage("--seconds needs --pid");
-	if (cfg.action != 'l' && pid == NULL && cfg.type == NULL)
+	if (cfg.action != 'l' && cfg.action != 'c' && pid == NULL && cfg.type == NULL && cfg.dump == NULL)
 	{
 		fprintf(stderr, "%s: error: --pid is required\n%s: hint: %s --list shows the processes\n",
 				progname, progname, progname);
@@ -1183,9 +1435,9 @@ main(int argc, char **argv)
 		snprintf(sv[i].label, sizeof(sv[i].label), "server %d", i + 1);
 	}
 
-	if (pid)
+	if (pid || cfg.dump)
 	{
-		params		p = {{pid, cfg.fold, cfg.objects, cfg.focus, cfg.ignore, NULL}};
+		params		p = {{pid, cfg.fold, cfg.objects, cfg.focus, cfg.ignore, NULL, cfg.dump, cfg.peak, cfg.window}};
 		PGresult   *res;
 
 		if (!connect_server(&sv[0]))
@@ -1209,6 +1461,9 @@ main(int argc, char **argv)
 				leak(&sv[0], seconds, cfg.format ? cfg.format : "text", &p, output);
 				break;
 		}
+		cancel_nsv = 0;
+		if (sv[0].cancel)
+			PQfreeCancel(sv[0].cancel);
 		PQfinish(sv[0].conn);
 		free(sv);
 		for (int i = 0; i < nconn; i++)
@@ -1218,6 +1473,8 @@ main(int argc, char **argv)
 	}
 
 	/* every server at once: a server that is down only delays its own thread */
+	if (cfg.window)
+		cancel_on_signal(sv, nsv);
 	if (nsv == 1)
 		serve(&sv[0]);
 	else
@@ -1228,6 +1485,8 @@ main(int argc, char **argv)
 		for (int i = 0; i < nsv; i++)
 			pthread_join(sv[i].thread, NULL);
 	}
+	if (interrupted)
+		fail("interrupted; nothing written");
 
 	for (int i = 0; i < nsv; i++)
 	{
@@ -1255,6 +1514,8 @@ main(int argc, char **argv)
 	}
 	if (cfg.action == 'l')
 		list(sv, nsv, objects);
+	else if (cfg.action == 'c')
+		list_captures(sv, nsv);
 	else if (cfg.merge)
 		failed |= !write_merged(sv, nsv, cfg.format, output, objects, drop_negative);
 	else
@@ -1285,6 +1546,7 @@ main(int argc, char **argv)
 						   strcmp(PQgetvalue(t->res, 0, 0), "t") == 0 ? "on" : "off");
 			}
 
+	cancel_nsv = 0;
 	for (int i = 0; i < nsv; i++)
 	{
 		for (int j = 0; j < sv[i].nt; j++)
@@ -1293,6 +1555,8 @@ main(int argc, char **argv)
 			clear_problem(&sv[i].t[j].pr);
 		}
 		free(sv[i].t);
+		if (sv[i].cancel)
+			PQfreeCancel(sv[i].cancel);
 		PQclear(sv[i].procs);
 		clear_problem(&sv[i].pr);
 		PQfinish(sv[i].conn);
