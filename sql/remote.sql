@@ -52,7 +52,15 @@ SELECT heapprof_test_error('SELECT heapprof_status(pid => 2147483647)');
 SELECT heapprof_test_error(format('SELECT * FROM heapprof_top(dump => ''x'', pid => %s)', :target_pid));
 
 -- a target that does not check for interrupts: the request times out
+-- (asked once it is surely spinning: before, it answers at its next check)
 SELECT dblink_send_query('target', 'SELECT heapprof_test_spin(2)');
+DO $$ BEGIN
+  WHILE NOT EXISTS (SELECT FROM pg_stat_activity WHERE query = 'SELECT heapprof_test_spin(2)' AND state = 'active') LOOP
+    PERFORM pg_stat_clear_snapshot();
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END $$;
+SELECT pg_sleep(0.2);
 SET heapprof.request_timeout = '300ms';
 SELECT regexp_replace(heapprof_test_error(format('SELECT heapprof_status(pid => %s)', :target_pid)),
                       'process \d+', 'process N');
