@@ -41,7 +41,6 @@
 #include "jemalloc.h"
 #include "peak.h"
 #include "recording.h"
-#include "funcapi.h"
 #include "store.h"
 
 #define PEAK_STEP_MIN ((int64) 1024 * 1024)

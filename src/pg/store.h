@@ -5,6 +5,7 @@
 #define HEAPPROF_STORE_H
 
 #include "fmgr.h"
+#include "funcapi.h"
 #include "lib/stringinfo.h"
 
 #define HPG_STORE_DIR "heapprof"
