@@ -162,12 +162,6 @@ hpg_peak_clean(void)
 }
 
 bool
-hpg_peak_available(void)
-{
-	return prev_backtrace != NULL;
-}
-
-bool
 hpg_peak_due(void)
 {
 	return due;

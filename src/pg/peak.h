@@ -23,7 +23,6 @@ extern void hpg_peak_path(char *path, size_t size, int pid);
 /* Remove this process's peak files when it exits (registered once). */
 extern void hpg_peak_register(void);
 /* The rest is plain C, for the target of a request too. */
-extern bool hpg_peak_available(void);
 /* Did the hook ask for a CHECK_FOR_INTERRUPTS? */
 extern bool hpg_peak_due(void);
 /* Take the peak profile if one is due (at a CHECK_FOR_INTERRUPTS). */
