@@ -10,7 +10,8 @@
 #  - heapprof_reset() forgets it; heapprof.track_peak = off takes none;
 #  - one file per process however often the peak moves, none after exit;
 #    with exit dumps configured, a backend whose peak passed the threshold
-#    leaves it as NAME-peak.
+#    leaves it as NAME-peak; FIFOs planted at the peak's temporary names
+#    block nothing.
 set -euo pipefail
 q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
 w=$(mktemp -d)
@@ -86,6 +87,24 @@ wait "$BG_PID" || true
 BG_PID=
 for _ in $(seq 50); do ls "$data/heapprof/peaks" | grep -q "^$pid\." || break; sleep 0.1; done
 ! ls "$data/heapprof/peaks" | grep -q "^$pid\." || { echo "peak files left after exit"; exit 1; }
+
+# -- a FIFO planted where the peak is written blocks nothing
+mkfifo "$w/in2"
+psql -X -q -At -d postgres -v ON_ERROR_STOP=1 < "$w/in2" > "$w/bg2.out" 2>&1 &
+BG_PID=$!
+exec 4> "$w/in2"
+echo "SELECT pg_backend_pid();" >&4
+for _ in $(seq 100); do [ -s "$w/bg2.out" ] && break; sleep 0.1; done
+pid2=$(head -n1 "$w/bg2.out")
+mkfifo -m 600 "$data/heapprof/peaks/$pid2.heap.new" "$data/heapprof/peaks/$pid2.heap.new.ids"
+chown --reference="$data" "$data/heapprof/peaks/$pid2.heap.new" "$data/heapprof/peaks/$pid2.heap.new.ids"
+echo "SELECT heapprof_enable(); $join;" >&4
+for _ in $(seq 300); do [ "$(wc -l < "$w/bg2.out")" -ge 3 ] && break; sleep 0.1; done
+[ "$(wc -l < "$w/bg2.out")" -ge 3 ] && [ "$(q -c "SELECT count(*) > 0 FROM heapprof_peak(pid => $pid2)")" = t ] ||
+	{ echo "with FIFOs planted: $(cat "$w/bg2.out")"; exit 1; }
+exec 4>&-
+wait "$BG_PID" || true
+BG_PID=
 
 # -- with exit dumps: the peak passed the threshold, the exit holds less
 out=$(PGOPTIONS="-c heapprof.dump_on_exit_threshold=50MB" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 \

@@ -267,7 +267,8 @@ hpg_recent_heap(const StringInfo json, int64 from_ns, int64 to_ns, hp_recent_pic
 						  &buf, st, err, sizeof(err)) != HP_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("could not read jemalloc's record of recent allocations: %s", err)));
+				 errmsg("could not read jemalloc's record of recent allocations: %s", err),
+				 errhint("This jemalloc writes a record heapprof does not know; report it to heapprof's developers with its version (heapprof_status()).")));
 	MemoryContextSwitchTo(old);
 	appendBinaryStringInfo(out, buf.data, (int) buf.len);
 	MemoryContextDelete(cxt);

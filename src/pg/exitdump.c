@@ -16,13 +16,9 @@
 
 #include <limits.h>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "funcapi.h"
@@ -89,7 +85,7 @@ heapprof_dumps(PG_FUNCTION_ARGS)
 static char *
 slurp(const char *path, size_t *len)
 {
-	int			fd = open(path, O_RDONLY | O_NOFOLLOW | PG_BINARY);
+	int			fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
 	struct stat st;
 	char	   *buf = NULL;
 	size_t		n = 0;
@@ -202,9 +198,7 @@ exit_dump(int code, Datum arg)
 	hpg_peak	peak;
 	bool		keep_dump;
 	bool		keep_peak;
-	struct timeval tv;
-	struct tm	tm;
-	char		stamp[32];
+	char		stamp[HPG_MAX_NAME + 1];
 	char		type[64];
 	char		name[MAXPGPATH];
 	char		path[MAXPGPATH];
@@ -224,15 +218,12 @@ exit_dump(int code, Datum arg)
 	if (!keep_dump && !keep_peak)
 		return;
 
-	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
 	strlcpy(type, GetBackendTypeDesc(MyBackendType), sizeof(type));
 	for (char *p = type; *p; p++)
 		if (*p == ' ')
 			*p = '_';
-	snprintf(name, sizeof(name), "%s/%s.%06ldZ-%d-%s", HPG_EXIT_DIR, stamp, (long) tv.tv_usec,
-			 MyProcPid, type);
+	hpg_store_time_name(stamp, sizeof(stamp), type);
+	snprintf(name, sizeof(name), "%s/%s", HPG_EXIT_DIR, stamp);
 	snprintf(raw, sizeof(raw), "%s/raw%s.tmp%d", HPG_EXIT_DIR, HPG_SUFFIX, MyProcPid);
 
 	(void) mkdir(HPG_STORE_DIR, S_IRWXU);

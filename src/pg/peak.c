@@ -220,6 +220,7 @@ hpg_peak_serve(void)
 	snprintf(tmp, sizeof(tmp), "%s.new", path);
 	snprintf(ids, sizeof(ids), "%s.ids", path);
 	snprintf(tmp_ids, sizeof(tmp_ids), "%s.ids", tmp);
+	hpg_remove_dump_files(tmp);	/* jemalloc's creat() would follow a link or block on a FIFO */
 	if (hpj_dump(tmp) != 0 || hpg_write_identity_file(tmp, true) != 0 ||
 		rename(tmp_ids, ids) != 0 || rename(tmp, path) != 0)
 	{

@@ -20,8 +20,6 @@
  */
 #include "postgres.h"
 
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "access/parallel.h"
@@ -131,20 +129,6 @@ database_name(void)
 	return name;
 }
 
-/* TIME-PID-statement: sorted by time, as exit dumps are. */
-static void
-capture_name(char *name, size_t size)
-{
-	struct timeval tv;
-	struct tm	tm;
-	char		stamp[32];
-
-	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	snprintf(name, size, "%s.%06ldZ-%d-statement", stamp, (long) tv.tv_usec, MyProcPid);
-}
-
 /* Store what the statement left behind; a failure is a WARNING, the statement succeeded. */
 static void
 capture(int64 growth, uint64 queryid, const char *source, int location, int length)
@@ -175,7 +159,8 @@ capture(int64 growth, uint64 queryid, const char *source, int location, int leng
 			ereport(ERROR,
 					(errcode(ERRCODE_IO_ERROR),
 					 errmsg("jemalloc could not write its record of recent allocations to \"%s\": %s",
-							path, strerror(rc))));
+							path, strerror(rc)),
+					 errhint("Check free space in the data directory's base/pgsql_tmp.")));
 		initStringInfo(&json);
 		hpg_read_file(path, &json, false);
 		initStringInfo(&heap);
@@ -195,7 +180,7 @@ capture(int64 growth, uint64 queryid, const char *source, int location, int leng
 		snprintf(file, sizeof(file), "%s.maps", path);
 		hpg_read_file(file, &out, false);
 
-		capture_name(name, sizeof(name));
+		hpg_store_time_name(name, sizeof(name), "statement");
 		hpg_store_make_dirs();
 		hpg_store_prune(HPG_CAPTURE_DIR, Max(max_captures - 1, 0), (int64) max_capture_bytes_kb * 1024 - out.len);
 		hpg_store_path(file, HPG_CAPTURE_DIR, name);
@@ -203,7 +188,8 @@ capture(int64 growth, uint64 queryid, const char *source, int location, int leng
 			!hpg_write_atomically(file, out.data, out.len))
 			ereport(ERROR,
 					(errcode_for_file_access(),
-					 errmsg("could not write heap profile \"%s\": %m", file)));
+					 errmsg("could not write heap profile \"%s\": %m", file),
+					 errhint("Check free space and permissions of the data directory, or lower heapprof.max_capture_bytes.")));
 	}
 	PG_CATCH();
 	{

@@ -13,6 +13,8 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -247,7 +249,20 @@ hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps, bool (*skip) 
 	FreeDir(d);
 }
 
-/* ---- plain C: exit dumps are pruned at process exit ---- */
+/* ---- plain C: exit dumps are named and pruned at process exit ---- */
+
+void
+hpg_store_time_name(char *name, size_t size, const char *kind)
+{
+	struct timeval tv;
+	struct tm	tm;
+	char		stamp[32];
+
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	snprintf(name, size, "%s.%06ldZ-%d-%s", stamp, (long) tv.tv_usec, MyProcPid, kind);
+}
 
 typedef struct dump_file
 {

@@ -46,6 +46,12 @@ extern void hpg_store_put_row(ReturnSetInfo *rsinfo, const char *name, const cha
 							  bool persisted, int64 file_bytes, bool dumps);
 
 /*
+ * NAME for a profile this process leaves now, TIME-PID-KIND (UTC to the
+ * microsecond): names sort by time, which pruning relies on.  Plain C.
+ */
+extern void hpg_store_time_name(char *name, size_t size, const char *kind);
+
+/*
  * Remove the oldest profiles of dir (names start with the time) beyond
  * max_count files or max_bytes, and temporary files crashed writers left.
  * Plain C, for process exit too.
