@@ -63,12 +63,13 @@ mapfile -t r <<< "$out"
 	{ echo "peak by pid: $out"; exit 1; }
 ours=$(echo "$out" | tail -n1 | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
 f=$data/heapprof/peaks/$pid.heap
-[ -f "$f" ] && [ -f "$f.ids" ] || { echo "no peak file $f"; exit 1; }
+[ -f "$f" ] && grep -q '^%heapprof' "$f" || { echo "no peak file $f, or without its identity lines"; exit 1; }
 jeprof_total=$(jeprof --text "$(pg_config --bindir)/postgres" "$f" 2>/dev/null | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
 [ -n "$ours" ] && [ "$ours" = "$jeprof_total" ] || { echo "peak total: heapprof $ours MB, jeprof $jeprof_total MB"; exit 1; }
 
-# -- one file per process, however often the peak moves
-[ "$(ls "$data/heapprof/peaks" | grep -c "^$pid\.")" = 2 ] || { ls "$data/heapprof/peaks"; exit 1; }
+# -- one file per process, however often the peak moves, and no draft left
+[ "$(ls "$data/heapprof/peaks" | grep -c "^$pid\.")" = 1 ] && ! ls "$data/heapprof/peaks" | grep -q "^tmp\.$pid\." ||
+	{ ls "$data/heapprof/peaks"; exit 1; }
 
 # -- reset forgets it; track_peak = off takes none
 echo "SELECT heapprof_reset(); SET heapprof.track_peak = off; $join;" >&3
@@ -88,7 +89,7 @@ BG_PID=
 for _ in $(seq 50); do ls "$data/heapprof/peaks" | grep -q "^$pid\." || break; sleep 0.1; done
 ! ls "$data/heapprof/peaks" | grep -q "^$pid\." || { echo "peak files left after exit"; exit 1; }
 
-# -- a FIFO planted where the peak is written blocks nothing
+# -- FIFOs and a link planted where the peak's drafts are written block nothing
 mkfifo "$w/in2"
 psql -X -q -At -d postgres -v ON_ERROR_STOP=1 < "$w/in2" > "$w/bg2.out" 2>&1 &
 BG_PID=$!
@@ -96,12 +97,14 @@ exec 4> "$w/in2"
 echo "SELECT pg_backend_pid();" >&4
 for _ in $(seq 100); do [ -s "$w/bg2.out" ] && break; sleep 0.1; done
 pid2=$(head -n1 "$w/bg2.out")
-mkfifo -m 600 "$data/heapprof/peaks/$pid2.heap.new" "$data/heapprof/peaks/$pid2.heap.new.ids"
-chown --reference="$data" "$data/heapprof/peaks/$pid2.heap.new" "$data/heapprof/peaks/$pid2.heap.new.ids"
+for i in 0 1 2; do mkfifo -m 600 "$data/heapprof/peaks/tmp.$pid2.$i"; done
+ln -s /etc/passwd "$data/heapprof/peaks/tmp.$pid2.3"
+chown -h --reference="$data" "$data/heapprof/peaks/tmp.$pid2".*
 echo "SELECT heapprof_enable(); $join;" >&4
 for _ in $(seq 300); do [ "$(wc -l < "$w/bg2.out")" -ge 3 ] && break; sleep 0.1; done
 [ "$(wc -l < "$w/bg2.out")" -ge 3 ] && [ "$(q -c "SELECT count(*) > 0 FROM heapprof_peak(pid => $pid2)")" = t ] ||
 	{ echo "with FIFOs planted: $(cat "$w/bg2.out")"; exit 1; }
+rm -f "$data/heapprof/peaks/tmp.$pid2".*
 exec 4>&-
 wait "$BG_PID" || true
 BG_PID=

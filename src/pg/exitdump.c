@@ -152,36 +152,22 @@ sampled_anything(const char *text, size_t len)
 }
 
 /*
- * Write path: the metadata and identity lines, then jemalloc's dump from
- * the file raw -- unless it sampled nothing.  Through a temporary file and
- * a rename; a failure leaves nothing behind.
+ * Leave HPG_EXIT_DIR/NAME.heap: the metadata and identity lines, then the
+ * dump in the file at raw -- unless it sampled nothing.  A failure leaves
+ * nothing behind.
  */
 static void
-leave(const char *path, const char *head, size_t hlen, const char *ids, size_t idlen, const char *raw)
+leave(const char *name, const char *head, size_t hlen, const char *ids, size_t idlen, const char *raw)
 {
-	char		tmp[MAXPGPATH];
 	size_t		len = 0;
 	char	   *text = slurp(raw, &len);
-	int			fd;
-	bool		ok;
+	hpg_draft	d;
 
-	if (text == NULL || !sampled_anything(text, len))
-	{
-		free(text);
-		return;
-	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, MyProcPid);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
-	ok = fd >= 0;
-	if (ok)
-	{
-		ok = hpg_write_all(fd, head, hlen) && hpg_write_all(fd, ids, idlen) &&
-			hpg_write_all(fd, text, len) && pg_fsync(fd) == 0;
-		ok = close(fd) == 0 && ok;
-	}
+	if (text != NULL && sampled_anything(text, len) &&
+		hpg_draft_open(&d, HPG_EXIT_DIR) == 0 && hpg_draft_write(&d, head, hlen) == 0 &&
+		hpg_draft_write(&d, ids, idlen) == 0 && hpg_draft_write(&d, text, len) == 0)
+		(void) hpg_draft_publish(&d, name, false);
 	free(text);
-	if (!ok || rename(tmp, path) != 0)
-		unlink(tmp);
 }
 
 /*
@@ -198,11 +184,10 @@ exit_dump(int code, Datum arg)
 	hpg_peak	peak;
 	bool		keep_dump;
 	bool		keep_peak;
-	char		stamp[HPG_MAX_NAME + 1];
 	char		type[64];
-	char		name[MAXPGPATH];
+	char		name[HPG_MAX_NAME + 1];
 	char		path[MAXPGPATH];
-	char		raw[MAXPGPATH];
+	hpg_draft	raw;
 	char		head[256];
 	size_t		hlen;
 	hp_meta		m = {HP_FORMAT_VERSION, MyProcPid};
@@ -222,37 +207,29 @@ exit_dump(int code, Datum arg)
 	for (char *p = type; *p; p++)
 		if (*p == ' ')
 			*p = '_';
-	hpg_store_time_name(stamp, sizeof(stamp), type);
-	snprintf(name, sizeof(name), "%s/%s", HPG_EXIT_DIR, stamp);
-	snprintf(raw, sizeof(raw), "%s/raw%s.tmp%d", HPG_EXIT_DIR, HPG_SUFFIX, MyProcPid);
-
-	(void) mkdir(HPG_STORE_DIR, S_IRWXU);
-	(void) mkdir(HPG_EXIT_DIR, S_IRWXU);
+	hpg_store_time_name(name, sizeof(name), type);
+	if (hpg_store_dir_ready(HPG_EXIT_DIR) != 0)
+		return;
 	hpg_store_prune(HPG_EXIT_DIR, max_dumps, (int64) max_dump_bytes_kb * 1024);	/* room first, also when the disk is full */
 	m.owner = GetAuthenticatedUserId();
 	m.taken_at = GetCurrentTimestamp();
 	strlcpy(m.backend_type, GetBackendTypeDesc(MyBackendType), sizeof(m.backend_type));
 	hlen = hp_format_meta(head, sizeof(head), &m);
-	if (keep_dump && hpj_dump(raw) == 0)
+	/* jemalloc writes the dump to a path: a draft's, removed on every path */
+	if (keep_dump && hpg_draft_open(&raw, HPG_EXIT_DIR) == 0 && hpg_draft_close(&raw) == 0)
 	{
-		size_t		idlen = hpg_identity_text(identity, sizeof(identity), true);
-
-		snprintf(path, sizeof(path), "%s%s", name, HPG_SUFFIX);
-		leave(path, head, hlen, identity, idlen, raw);
+		if (hpj_dump(raw.path) == 0)
+			leave(name, head, hlen, identity, hpg_identity_text(identity, sizeof(identity), true), raw.path);
+		hpg_draft_discard(&raw);
 	}
-	unlink(raw);
 	if (keep_peak)
 	{
-		char		ids[MAXPGPATH];
-		size_t		idlen = 0;
-		char	   *idtext;
+		char		peak_name[MAXPGPATH];
 
-		hpg_peak_path(raw, sizeof(raw), MyProcPid);
-		snprintf(ids, sizeof(ids), "%s.ids", raw);
-		snprintf(path, sizeof(path), "%s-peak%s", name, HPG_SUFFIX);
-		if ((idtext = slurp(ids, &idlen)) != NULL)
-			leave(path, head, hlen, idtext, idlen, raw);
-		free(idtext);
+		/* the peak file holds its identity lines already */
+		hpg_peak_path(path, sizeof(path), MyProcPid);
+		snprintf(peak_name, sizeof(peak_name), "%s-peak", name);
+		leave(peak_name, head, hlen, "", 0, path);
 	}
 	hpg_store_prune(HPG_EXIT_DIR, max_dumps, (int64) max_dump_bytes_kb * 1024);
 }

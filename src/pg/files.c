@@ -6,8 +6,8 @@
  * open() beyond the reach of statement_timeout, a symbolic link would read
  * elsewhere, a huge file would exhaust memory.  Files are opened
  * non-blocking and without following links, and only regular files of
- * bounded size are read.  Writers go through a temporary name and rename,
- * so a reader never sees a partial file, not even when the disk fills up.
+ * bounded size are read.  The profiles heapprof keeps are written by
+ * store.c, through drafts and one rename each.
  */
 #include "postgres.h"
 
@@ -131,9 +131,8 @@ hpg_write_all(int fd, const char *buf, size_t len)
 	return true;
 }
 
-/* Create (or truncate) path, not through a link, with text; fsync'ed if asked. */
-static bool
-write_file(const char *path, const char *text, size_t len, bool sync)
+bool
+hpg_write_file(const char *path, const char *text, size_t len)
 {
 	int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
 	bool		ok;
@@ -141,33 +140,10 @@ write_file(const char *path, const char *text, size_t len, bool sync)
 
 	if (fd < 0)
 		return false;
-	ok = hpg_write_all(fd, text, len) && (!sync || pg_fsync(fd) == 0);
+	ok = hpg_write_all(fd, text, len);
 	save = errno;
 	if (close(fd) != 0 && ok)
 		return false;
 	errno = save;
 	return ok;
-}
-
-bool
-hpg_write_file(const char *path, const char *text, size_t len)
-{
-	return write_file(path, text, len, false);
-}
-
-bool
-hpg_write_atomically(const char *path, const char *text, size_t len)
-{
-	char		tmp[MAXPGPATH];
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, MyProcPid);
-	if (!write_file(tmp, text, len, true) || rename(tmp, path) != 0)
-	{
-		int			save = errno;
-
-		unlink(tmp);
-		errno = save;
-		return false;
-	}
-	return true;
 }

@@ -22,9 +22,7 @@ extern bool hpg_read_file_or_warn(const char *path, StringInfo out);
 
 /* Plain C (errno, never an error), so that a target process and process exit can use them. */
 extern bool hpg_write_all(int fd, const char *buf, size_t len);
-/* Create (or truncate) path with text, never through a link. */
+/* Create (or truncate) path with text, never through a link: a request's files in base/pgsql_tmp. */
 extern bool hpg_write_file(const char *path, const char *text, size_t len);
-/* Write through NAME.tmpPID and rename: the file appears whole or not at all. */
-extern bool hpg_write_atomically(const char *path, const char *text, size_t len);
 
 #endif

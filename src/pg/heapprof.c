@@ -34,6 +34,7 @@
 #include "request.h"
 #include "shmem.h"
 #include "snapshots.h"
+#include "store.h"
 #include "statements.h"
 #include "target.h"
 
@@ -97,7 +98,7 @@ _PG_init(void)
 		/* in the postmaster: shared memory and hooks every process inherits */
 		hpg_shmem_init();
 		hpg_target_init();
-		hpg_peak_clean();
+		hpg_store_init();
 		prev_client_auth_hook = ClientAuthentication_hook;
 		ClientAuthentication_hook = client_started;
 	}

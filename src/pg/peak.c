@@ -21,14 +21,16 @@
  * 100 kB).  A backend is one thread; a process whose memory other threads
  * free is measured as its main thread sees it.
  *
- * Only the latest profile is kept.  Enabling or resetting profiling starts
- * over; at exit the files go, unless an exit dump keeps the peak
- * (exitdump.c); those of processes that could not clean up (a crash, an
- * auxiliary process at shutdown) go when the server starts.
+ * The next threshold is raised only once the profile is written: a write
+ * that fails (a full disk) is tried again after another PEAK_STEP_MIN, at
+ * most once a second, and its errno is kept for heapprof_peak() to report.  Only the latest profile
+ * is kept.  Enabling or resetting profiling starts over; at exit the file
+ * goes, unless an exit dump keeps the peak (exitdump.c); those of processes
+ * that could not clean up (a crash, an auxiliary process at shutdown) go
+ * when the server starts (store.c).
  */
 #include "postgres.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,8 +44,10 @@
 #include "peak.h"
 #include "recording.h"
 #include "store.h"
+#include "engine/format.h"
 
 #define PEAK_STEP_MIN ((int64) 1024 * 1024)
+#define RETRY_NS ((int64) 1000 * 1000 * 1000)
 
 static bool track_peak = true;
 static hpj_backtrace_fn prev_backtrace;
@@ -56,6 +60,8 @@ static volatile sig_atomic_t due;
 static int64 base_net;			/* held at the last reset: thread.peak counts from there */
 static int64 taken_bytes;		/* held when the profile was taken; 0: none */
 static TimestampTz taken_at;	/* 0: none */
+static int	failed_errno;		/* of the last attempt, if it failed */
+static int64 retry_at;			/* jemalloc's clock: not before, after a failure */
 static bool exit_registered;
 
 void
@@ -87,7 +93,8 @@ backtrace_hook(void **vec, unsigned *len, unsigned max_len)
 		owner = MyProcPid;
 		due_above = net + PEAK_STEP_MIN;
 	}
-	if ((track_peak && net > due_above) || hpg_recording_overdue())
+	if ((track_peak && net > due_above && (failed_errno == 0 || hpj_clock_ns() >= retry_at)) ||
+		hpg_recording_overdue())
 	{
 		due = true;
 		ring_self();
@@ -100,7 +107,7 @@ remove_files(int pid)
 	char		path[MAXPGPATH];
 
 	hpg_peak_path(path, sizeof(path), pid);
-	hpg_remove_dump_files(path);
+	unlink(path);
 }
 
 static void
@@ -140,27 +147,6 @@ hpg_peak_init(void)
 	}
 }
 
-/* Remove what processes that are gone left in the peaks folder: at server start. */
-void
-hpg_peak_clean(void)
-{
-	DIR		   *d = opendir(HPG_PEAK_DIR);
-	struct dirent *de;
-
-	if (d == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-	{
-		char		path[MAXPGPATH];
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", HPG_PEAK_DIR, de->d_name);
-		unlink(path);
-	}
-	closedir(d);
-}
-
 bool
 hpg_peak_due(void)
 {
@@ -173,6 +159,7 @@ hpg_peak_reset(void)
 	remove_files(MyProcPid);
 	taken_bytes = 0;
 	taken_at = 0;
+	failed_errno = 0;
 	base_net = hpj_thread_net();
 	owner = MyProcPid;
 	due_above = base_net + PEAK_STEP_MIN;
@@ -188,6 +175,7 @@ hpg_peak_get(hpg_peak *p)
 	p->available = prev_backtrace != NULL;
 	p->profile_bytes = taken_bytes;
 	p->taken_at = taken_at;
+	p->failed_errno = failed_errno;
 	if (taken_at != 0 && hpj_thread_peak(&growth) == 0)
 		p->bytes = Max(base_net + (int64) growth, taken_bytes);
 	else
@@ -201,11 +189,12 @@ hpg_peak_get(hpg_peak *p)
 void
 hpg_peak_serve(void)
 {
-	char		path[MAXPGPATH];
-	char		tmp[MAXPGPATH];
-	char		ids[MAXPGPATH];
-	char		tmp_ids[MAXPGPATH];
+	static char ids[HP_IDENTITY_MAX];
+	char		name[16];
+	hpg_draft	raw;
+	hpg_draft	out;
 	int64		net;
+	int			rc;
 
 	if (!due)
 		return;
@@ -213,20 +202,29 @@ hpg_peak_serve(void)
 	net = hpj_thread_net();
 	if (!track_peak || net <= due_above)
 		return;					/* memory fell back before this point, or tracking is off */
-	due_above = Max(net + net / 8, net + PEAK_STEP_MIN);
-	(void) mkdir(HPG_STORE_DIR, S_IRWXU);
-	(void) mkdir(HPG_PEAK_DIR, S_IRWXU);
-	hpg_peak_path(path, sizeof(path), MyProcPid);
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	snprintf(ids, sizeof(ids), "%s.ids", path);
-	snprintf(tmp_ids, sizeof(tmp_ids), "%s.ids", tmp);
-	hpg_remove_dump_files(tmp);	/* jemalloc's creat() would follow a link or block on a FIFO */
-	if (hpj_dump(tmp) != 0 || hpg_write_identity_file(tmp, true) != 0 ||
-		rename(tmp_ids, ids) != 0 || rename(tmp, path) != 0)
+	/* jemalloc writes to a path: a draft's, created here, so never a planted link or FIFO */
+	if ((rc = hpg_store_dir_ready(HPG_PEAK_DIR)) == 0 &&
+		(rc = hpg_draft_open(&raw, HPG_PEAK_DIR)) == 0 && (rc = hpg_draft_close(&raw)) == 0)
 	{
-		hpg_remove_dump_files(tmp);
+		if ((rc = hpj_dump(raw.path)) == 0 &&
+			(rc = hpg_draft_open(&out, HPG_PEAK_DIR)) == 0 &&
+			(rc = hpg_draft_write(&out, ids, hpg_identity_text(ids, sizeof(ids), true))) == 0 &&
+			(rc = hpg_draft_append_file(&out, raw.path)) == 0)
+		{
+			snprintf(name, sizeof(name), "%d", MyProcPid);
+			rc = hpg_draft_publish(&out, name, true);
+		}
+		hpg_draft_discard(&raw);
+	}
+	failed_errno = rc;
+	if (rc != 0)
+	{
+		/* try again a little higher, at most once a second */
+		due_above = net + PEAK_STEP_MIN;
+		retry_at = hpj_clock_ns() + RETRY_NS;
 		return;
 	}
+	due_above = Max(net + net / 8, net + PEAK_STEP_MIN);
 	hpg_peak_register();
 	taken_bytes = net;
 	taken_at = GetCurrentTimestamp();

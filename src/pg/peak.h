@@ -12,13 +12,12 @@ typedef struct hpg_peak
 	int64		bytes;			/* the most it held since profiling was enabled or reset */
 	int64		profile_bytes;	/* what it held when the peak profile was taken */
 	TimestampTz taken_at;		/* 0: no peak profile */
+	int			failed_errno;	/* the last attempt to write one failed with it; 0: it did not */
 } hpg_peak;
 
 /* _PG_init: heapprof.track_peak and, in the postmaster, jemalloc's hook. */
 extern void hpg_peak_init(void);
-/* At server start: remove the peaks of processes that are gone. */
-extern void hpg_peak_clean(void);
-/* $PGDATA/heapprof/peaks/PID.heap (identity lines in PATH.ids). */
+/* $PGDATA/heapprof/peaks/PID.heap: identity lines, then jemalloc's dump. */
 extern void hpg_peak_path(char *path, size_t size, int pid);
 /* Remove this process's peak files when it exits (registered once). */
 extern void hpg_peak_register(void);

@@ -21,6 +21,7 @@
 #include "files.h"
 #include "process.h"
 #include "request.h"
+#include "store.h"
 
 hpg_proc
 hpg_proc_of(bool isnull, int32 pid)
@@ -156,6 +157,14 @@ no_peak(hpg_proc p, const hpg_peak *info)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("process %d does not track its peak", p.pid),
 				 errhint("Peak profiles need shared_preload_libraries = 'heapprof' and jemalloc 5.3 or later (see heapprof_status()).")));
+	if (info->failed_errno != 0)
+	{
+		errno = info->failed_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("process %d could not write its peak profile: %m", p.pid),
+				 errhint("Check free space and permissions of the data directory's %s folder; the process tries again as its memory grows.", HPG_PEAK_DIR)));
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("process %d has no peak profile yet", p.pid),
@@ -167,8 +176,6 @@ void
 hpg_proc_peak(hpg_proc p, StringInfo out, hpg_peak *info)
 {
 	char		path[MAXPGPATH];
-	char		ids[MAXPGPATH];
-	int			start = out->len;
 	hpg_answer	a;
 
 	if (p.self)
@@ -184,17 +191,18 @@ hpg_proc_peak(hpg_proc p, StringInfo out, hpg_peak *info)
 	}
 	if (info->taken_at == 0)
 		no_peak(p, info);
+	/* one file, replaced whole (store.c) */
 	hpg_peak_path(path, sizeof(path), p.pid);
-	snprintf(ids, sizeof(ids), "%s.ids", path);
-	/* a new peak replaces the files between the two reads at most once in a while: read again */
-	for (int attempt = 0; attempt < 3; attempt++)
+	if (!hpg_read_file(path, out, true))
+		no_peak(p, info);
+	if (info->failed_errno != 0)
 	{
-		out->len = start;
-		out->data[start] = '\0';
-		if (hpg_read_file(ids, out, true) && hpg_read_file(path, out, true))
-			return;
+		errno = info->failed_errno;
+		ereport(NOTICE,
+				(errmsg("process %d could not write a later peak profile: %m", p.pid),
+				 errdetail("This is the profile of an earlier, lower peak."),
+				 errhint("Check free space and permissions of the data directory's %s folder.", HPG_PEAK_DIR)));
 	}
-	no_peak(p, info);
 }
 
 /* Wait ms milliseconds, or less if the query is cancelled (ERROR). */

@@ -112,8 +112,8 @@ still_running(int pid, int procno)
  * its slot ABANDONED (or WORKING, with its requester gone too), and a slot
  * whose requester vanished without its exit callback would stay PENDING.
  * The proc array is looked up outside the spinlock (it takes an LWLock); a
- * slot is freed only if it still holds the same request.  A dump file the
- * target may have written is removed with base/pgsql_tmp at restart.
+ * slot is freed only if it still holds the same request, with the files its
+ * path names (a target that exited may have written them).
  */
 void
 hpg_reclaim_slots(void)
@@ -130,13 +130,20 @@ hpg_reclaim_slots(void)
 			 (copy[i].state != SLOT_ABANDONED && BackendPidGetProc(copy[i].requester) == NULL));
 	SpinLockAcquire(&hpg_shmem->mutex);
 	for (int i = 0; i < HPG_NSLOTS; i++)
+	{
 		if (gone[i] && hpg_shmem->slots[i].seq == copy[i].seq &&
 			hpg_shmem->slots[i].state == copy[i].state)
 		{
 			hpg_shmem->slots[i].state = SLOT_FREE;
 			hpg_shmem->slots[i].seq = 0;
 		}
+		else
+			gone[i] = false;
+	}
 	SpinLockRelease(&hpg_shmem->mutex);
+	for (int i = 0; i < HPG_NSLOTS; i++)
+		if (gone[i] && copy[i].path[0])
+			hpg_remove_dump_files(copy[i].path);
 }
 
 /* Count a ring of the target's doorbell, for its log hook (see hpg_published). */
@@ -178,7 +185,8 @@ release_at_exit(int code, Datum arg)
 			inflight->state = SLOT_ABANDONED;	/* the target removes the files */
 		else
 		{
-			if (inflight->state == SLOT_DONE && inflight->op == HPG_OP_DUMP)
+			/* a slot that names a path owns the files there, whatever its op */
+			if (inflight->state == SLOT_DONE)
 				memcpy(path, inflight->path, sizeof(path));
 			inflight->state = SLOT_FREE;
 		}

@@ -66,42 +66,25 @@ hpg_snapshots_init(void)
 							NULL, NULL, NULL);
 }
 
-/* ERROR if one more snapshot of len bytes goes beyond the limits */
+/* ERROR if count snapshots of bytes, this one of len included, go beyond the limits */
 static void
-check_limits(int len, bool persist)
+check_limits(int64 count, int64 bytes, int len, const char *where)
 {
-	int64		count = 0;
-	int64		bytes = 0;
-	const char *where = "This session holds";
-
-	if (superuser())
+	if (superuser() || (count <= max_snapshots && bytes <= (int64) max_snapshot_bytes_kb * 1024))
 		return;
-	for (snapshot *s = snapshots; s; s = s->next)
-	{
-		count++;
-		bytes += s->len;
-	}
-	if (persist)
-	{
-		int64		disk_count;
-		int64		disk_bytes;
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("too many heap profile snapshots"),
+			 errdetail("%s " INT64_FORMAT " snapshot(s) of " INT64_FORMAT " bytes; this one has %d bytes; heapprof.max_snapshots is %d, heapprof.max_snapshot_bytes %d kB.",
+					   where, count - 1, bytes - len, len, max_snapshots, max_snapshot_bytes_kb),
+			 errhint("Drop snapshots with heapprof_drop_snapshot(), or ask a superuser to raise the limits.")));
+}
 
-		hpg_store_usage(HPG_SNAPSHOT_DIR, &disk_count, &disk_bytes);
-		if (disk_count > count || disk_bytes > bytes)
-		{
-			count = disk_count;
-			bytes = disk_bytes;
-			where = "The persisted snapshots hold";
-		}
-	}
-	if (count + 1 > max_snapshots ||
-		bytes + len > (int64) max_snapshot_bytes_kb * 1024)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("too many heap profile snapshots"),
-				 errdetail("%s " INT64_FORMAT " snapshot(s) of " INT64_FORMAT " bytes; this one has %d bytes; heapprof.max_snapshots is %d, heapprof.max_snapshot_bytes %d kB.",
-						   where, count, bytes, len, max_snapshots, max_snapshot_bytes_kb),
-				 errhint("Drop snapshots with heapprof_drop_snapshot(), or ask a superuser to raise the limits.")));
+/* hpg_store_put's limit: what the folder holds, this snapshot's draft included */
+static void
+disk_limit(int64 count, int64 bytes, void *arg)
+{
+	check_limits(count, bytes, *(int *) arg, "The persisted snapshots hold");
 }
 
 static snapshot *
@@ -113,59 +96,15 @@ find_session(const char *name)
 	return NULL;
 }
 
-static bool
-exists(const char *dir, const char *name)
-{
-	char		path[MAXPGPATH];
-	struct stat st;
-
-	hpg_store_path(path, dir, name);
-	return lstat(path, &st) == 0;
-}
-
 void
 hpg_profile_by_name(const char *name, StringInfo out)
 {
 	snapshot   *s;
-	bool		found = false;
 
 	hpg_check_name(name);
 	if ((s = find_session(name)) != NULL)
-	{
 		appendBinaryStringInfo(out, s->text, s->len);
-		found = true;
-	}
-	else
-	{
-		char		path[MAXPGPATH];
-		const char *dirs[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_CAPTURE_DIR};
-		const char *dir = NULL;
-
-		for (int i = 0; i < (int) lengthof(dirs); i++)
-		{
-			if (!exists(dirs[i], name))
-				continue;
-			if (dir)
-				ereport(ERROR,
-						(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
-						 errmsg("heap profile name \"%s\" is in both %s and %s", name, dir, dirs[i]),
-						 errhint("A superuser should rename or remove one of the files in the data directory.")));
-			dir = dirs[i];
-		}
-		if (dir)
-		{
-			int			start = out->len;
-
-			hpg_store_path(path, dir, name);
-			found = hpg_read_file(path, out, true);
-			if (found && out->len == start)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("heap profile \"%s\" is an empty file", path),
-						 errhint("Remove the file; heapprof never writes an empty profile.")));
-		}
-	}
-	if (!found)
+	else if (!hpg_store_read(name, out))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("heap profile \"%s\" does not exist", name),
@@ -183,9 +122,10 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	bool		persist;
 	StringInfoData prof;
 	snapshot   *s;
-	char		path[MAXPGPATH];
 	int64		bytes;
 	int64		stacks;
+	int64		held = 0;
+	int64		count = 0;
 	hpg_proc	proc;
 	MemoryContext cxt;
 	MemoryContext old;
@@ -199,13 +139,13 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	persist = PG_GETARG_BOOL(1);
 	proc = hpg_proc_of(PG_ARGISNULL(2), PG_GETARG_INT32(2));
 	hpg_check_name(name);
-	hpg_store_path(path, HPG_SNAPSHOT_DIR, name);
-	if (find_session(name) || (persist && exists(HPG_SNAPSHOT_DIR, name)))
+	/* early answers; the name is taken atomically when the file is written */
+	if (find_session(name) || (persist && hpg_store_exists(HPG_SNAPSHOT_DIR, name)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("heap profile snapshot \"%s\" already exists", name),
 				 errhint("Drop it with heapprof_drop_snapshot('%s') or choose another name.", name)));
-	if (exists(HPG_EXIT_DIR, name) || exists(HPG_CAPTURE_DIR, name))
+	if (hpg_store_exists(HPG_EXIT_DIR, name) || hpg_store_exists(HPG_CAPTURE_DIR, name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("heap profile \"%s\" is the name of a stored profile", name),
@@ -218,16 +158,14 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	initStringInfo(&prof);
 	hpg_append_meta(&prof, proc.pid, GetUserId(), hpg_proc_type(proc));
 	hpg_proc_dump(proc, &prof, true);
-	check_limits(prof.len, persist);
-	if (persist)
+	for (snapshot *t = snapshots; t; t = t->next)
 	{
-		hpg_store_make_dirs();
-		if (!hpg_write_atomically(path, prof.data, prof.len))
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not write heap profile snapshot \"%s\": %m", path),
-					 errhint("Check free space and permissions of the data directory's %s folder; nothing was left behind.", HPG_SNAPSHOT_DIR)));
+		count++;
+		held += t->len;
 	}
+	check_limits(count + 1, held + prof.len, prof.len, "This session holds");
+	if (persist)
+		hpg_store_put(HPG_SNAPSHOT_DIR, name, prof.data, prof.len, disk_limit, &prof.len);
 	s = MemoryContextAllocZero(TopMemoryContext, sizeof(snapshot));
 	strlcpy(s->name, name, sizeof(s->name));
 	s->text = MemoryContextAlloc(TopMemoryContext, prof.len + 1);
@@ -257,7 +195,7 @@ heapprof_snapshots(PG_FUNCTION_ARGS)
 	for (snapshot *s = snapshots; s; s = s->next)
 		if (hpg_can_read(s->text, s->len))
 			hpg_store_put_row(rsinfo, s->name, s->text, s->len,
-							  exists(HPG_SNAPSHOT_DIR, s->name), 0, false);
+							  hpg_store_exists(HPG_SNAPSHOT_DIR, s->name), 0, false);
 	hpg_store_list(rsinfo, HPG_SNAPSHOT_DIR, false, in_session);
 	return (Datum) 0;
 }
@@ -267,9 +205,7 @@ Datum
 heapprof_drop_snapshot(PG_FUNCTION_ARGS)
 {
 	char	   *name;
-	char		path[MAXPGPATH];
-	StringInfoData prof;
-	bool		found = false;
+	bool		found;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -278,18 +214,7 @@ heapprof_drop_snapshot(PG_FUNCTION_ARGS)
 				 errhint("heapprof_snapshots() lists the snapshots you can drop.")));
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	hpg_check_name(name);
-	hpg_store_path(path, HPG_SNAPSHOT_DIR, name);
-	initStringInfo(&prof);
-	if (hpg_read_file(path, &prof, true))
-	{
-		if (!hpg_can_read(prof.data, prof.len))
-			hpg_deny(name, "drop");
-		if (unlink(path) < 0 && errno != ENOENT)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not remove heap profile \"%s\": %m", path)));
-		found = true;
-	}
+	found = hpg_store_drop(HPG_SNAPSHOT_DIR, name);
 	for (snapshot **p = &snapshots; *p; p = &(*p)->next)
 		if (strcmp((*p)->name, name) == 0)
 		{

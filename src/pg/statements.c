@@ -129,7 +129,56 @@ database_name(void)
 	return name;
 }
 
-/* Store what the statement left behind; a failure is a WARNING, the statement succeeded. */
+/* WARNING for a capture that could not be written (rc an errno): the statement succeeded. */
+static void
+capture_failed(int rc, const char *what)
+{
+	errno = rc;
+	ereport(WARNING,
+			(errcode_for_file_access(),
+			 errmsg("heapprof could not capture the statement: could not write %s: %m", what),
+			 errhint("Check free space and permissions of the data directory, or lower heapprof.max_capture_bytes.")));
+}
+
+/* Keep text as a new capture, within heapprof.max_captures and heapprof.max_capture_bytes. */
+static void
+keep(const char *text, size_t len)
+{
+	int64		max_bytes = (int64) max_capture_bytes_kb * 1024;
+	char		name[HPG_MAX_NAME + 1];
+	hpg_draft	d;
+	int			rc;
+
+	if (max_captures == 0)
+		return;
+	/* judged before anything is pruned: a capture too big to keep costs no other */
+	if ((int64) len > max_bytes)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("heapprof did not keep the statement's capture: its %zu bytes exceed heapprof.max_capture_bytes (%d kB)",
+						len, max_capture_bytes_kb),
+				 errhint("Raise heapprof.max_capture_bytes, or lower heapprof.recent_allocations.")));
+		return;
+	}
+	if ((rc = hpg_store_dir_ready(HPG_CAPTURE_DIR)) != 0)
+	{
+		capture_failed(rc, HPG_CAPTURE_DIR);
+		return;
+	}
+	hpg_store_prune(HPG_CAPTURE_DIR, max_captures - 1, max_bytes - (int64) len);
+	hpg_store_time_name(name, sizeof(name), "statement");
+	if ((rc = hpg_draft_open(&d, HPG_CAPTURE_DIR)) != 0 ||
+		(rc = hpg_draft_write(&d, text, len)) != 0 ||
+		(rc = hpg_draft_publish(&d, name, false)) != 0)
+		capture_failed(rc, HPG_CAPTURE_DIR);
+}
+
+/*
+ * Store what the statement left behind.  A file that cannot be written is a
+ * WARNING -- the statement succeeded -- but nothing is caught: a cancel, a
+ * timeout or running out of memory end the statement as anywhere else.
+ */
 static void
 capture(int64 growth, uint64 queryid, const char *source, int location, int length)
 {
@@ -150,64 +199,40 @@ capture(int64 growth, uint64 queryid, const char *source, int location, int leng
 		hp_capture *c = palloc0(sizeof(hp_capture));
 		char	   *lines = palloc(Max(HP_CAPTURE_MAX, HP_IDENTITY_MAX));
 		char		file[MAXPGPATH];
-		char		name[HPG_MAX_NAME + 1];
 		int			rc = hpg_recording_dump(path);
 
 		if (rc == 0)
 			rc = hpg_write_maps_file(path);
 		if (rc != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_IO_ERROR),
-					 errmsg("jemalloc could not write its record of recent allocations to \"%s\": %s",
-							path, strerror(rc)),
-					 errhint("Check free space in the data directory's base/pgsql_tmp.")));
-		initStringInfo(&json);
-		hpg_read_file(path, &json, false);
-		initStringInfo(&heap);
+			capture_failed(rc, "jemalloc's record of recent allocations");
+		else
+		{
+			initStringInfo(&json);
+			hpg_read_file(path, &json, false);
+			initStringInfo(&heap);
 
-		/* written also with no stack left in the record: which statement grew is worth keeping */
-		c->queryid = (long long) queryid;
-		c->growth = growth;
-		strlcpy(c->database, database_name(), sizeof(c->database));
-		statement_text(source, location, length, c->query, sizeof(c->query));
-		initStringInfo(&out);
-		hpg_append_meta(&out, MyProcPid, GetAuthenticatedUserId(), GetBackendTypeDesc(MyBackendType));
-		hpg_recent_heap(&json, start_clock, end_clock, HP_RECENT_LIVE, &heap, &st);
-		c->partial = st.truncated;
-		appendBinaryStringInfo(&out, lines, (int) hp_format_capture(lines, HP_CAPTURE_MAX, c));
-		appendBinaryStringInfo(&out, lines, (int) hpg_identity_text(lines, HP_IDENTITY_MAX, false));
-		appendBinaryStringInfo(&out, heap.data, heap.len);
-		snprintf(file, sizeof(file), "%s.maps", path);
-		hpg_read_file(file, &out, false);
-
-		hpg_store_time_name(name, sizeof(name), "statement");
-		hpg_store_make_dirs();
-		hpg_store_prune(HPG_CAPTURE_DIR, Max(max_captures - 1, 0), (int64) max_capture_bytes_kb * 1024 - out.len);
-		hpg_store_path(file, HPG_CAPTURE_DIR, name);
-		if (max_captures > 0 && out.len <= (int64) max_capture_bytes_kb * 1024 &&
-			!hpg_write_atomically(file, out.data, out.len))
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not write heap profile \"%s\": %m", file),
-					 errhint("Check free space and permissions of the data directory, or lower heapprof.max_capture_bytes.")));
+			/* written also with no stack left in the record: which statement grew is worth keeping */
+			c->queryid = (long long) queryid;
+			c->growth = growth;
+			strlcpy(c->database, database_name(), sizeof(c->database));
+			statement_text(source, location, length, c->query, sizeof(c->query));
+			initStringInfo(&out);
+			hpg_append_meta(&out, MyProcPid, GetAuthenticatedUserId(), GetBackendTypeDesc(MyBackendType));
+			hpg_recent_heap(&json, start_clock, end_clock, HP_RECENT_LIVE, &heap, &st);
+			c->partial = st.truncated;
+			appendBinaryStringInfo(&out, lines, (int) hp_format_capture(lines, HP_CAPTURE_MAX, c));
+			appendBinaryStringInfo(&out, lines, (int) hpg_identity_text(lines, HP_IDENTITY_MAX, false));
+			appendBinaryStringInfo(&out, heap.data, heap.len);
+			snprintf(file, sizeof(file), "%s.maps", path);
+			hpg_read_file(file, &out, false);
+			keep(out.data, out.len);
+		}
 	}
-	PG_CATCH();
+	PG_FINALLY();
 	{
-		ErrorData  *e;
-
-		MemoryContextSwitchTo(cxt);
-		e = CopyErrorData();
-		FlushErrorState();
 		hpg_remove_dump_files(path);
-		ereport(WARNING,
-				(errmsg("heapprof could not capture the statement: %s", e->message),
-				 e->hint ? errhint("%s", e->hint) : 0));
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(cxt);
-		return;
 	}
 	PG_END_TRY();
-	hpg_remove_dump_files(path);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
 }

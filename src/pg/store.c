@@ -1,26 +1,50 @@
 /*
- * store.c -- heap profiles kept as files: names, folders, owners, listings.
+ * store.c -- the one owner of the files heapprof keeps: names, folders, owners,
+ * drafts, publication, quotas, listings.
  *
  * Leak hunting compares a profile with an earlier one, possibly from another
  * session or a process that has exited: persisted snapshots live in
- * $PGDATA/heapprof/snapshots/NAME.heap, exit dumps in $PGDATA/heapprof/dumps.
- * A stored profile starts with a metadata line (engine/format.h)
- * naming its owner: the role that took a snapshot, the login role of an
- * exiting backend.  Reading one takes the privileges of its owner, the rule
- * pg_signal_backend uses.
+ * $PGDATA/heapprof/snapshots/NAME.heap, exit dumps in heapprof/dumps,
+ * statement captures in heapprof/captures, each process's peak in
+ * heapprof/peaks.  A stored profile starts with a metadata line
+ * (engine/format.h) naming its owner: the role that took a snapshot, the
+ * login role of an exiting backend.  Reading one takes the privileges of
+ * its owner, the rule pg_signal_backend uses.
+ *
+ * Every file is written the same way, so that none can be raced, torn or
+ * orphaned:
+ *  - as a draft, DIR/tmp.PID.N, created with O_EXCL (a planted link or FIFO
+ *    makes the next N be tried, never followed), fsync'ed;
+ *  - published by one rename: renameat2(RENAME_NOREPLACE) where the name
+ *    must be new -- taking a name is atomic, never check-then-rename --
+ *    rename() where it replaces (a peak);
+ *  - everything a reader needs is in that one file;
+ *  - on any failure the draft is removed and the errno returned as it was;
+ *  - drafts of processes that are gone (killed mid-write) are swept before
+ *    every quota check and pruning, and all of them at every server start
+ *    and crash restart (shmem_startup_hook), with the peaks of processes
+ *    that are gone;
+ *  - quotas count every file in the folder, the drafts of running writers
+ *    included, and a draft is counted before its name is taken: writers
+ *    racing each other can be refused, never let past a limit together.
  */
 #include "postgres.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
+#include "common/file_perm.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
+#include "storage/ipc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -30,6 +54,10 @@
 #include "files.h"
 #include "store.h"
 #include "engine/format.h"
+
+static const char *const store_dirs[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_PEAK_DIR, HPG_CAPTURE_DIR};
+
+static shmem_startup_hook_type prev_shmem_startup_hook;
 
 void
 hpg_check_name(const char *name)
@@ -52,16 +80,20 @@ hpg_store_path(char *path, const char *dir, const char *name)
 }
 
 void
-hpg_store_make_dirs(void)
+hpg_store_make_dir(const char *dir)
 {
-	if ((MakePGDirectory(HPG_STORE_DIR) < 0 && errno != EEXIST) ||
-		(MakePGDirectory(HPG_SNAPSHOT_DIR) < 0 && errno != EEXIST) ||
-		(MakePGDirectory(HPG_EXIT_DIR) < 0 && errno != EEXIST) ||
-		(MakePGDirectory(HPG_CAPTURE_DIR) < 0 && errno != EEXIST))
+	int			rc = hpg_store_dir_ready(dir);
+
+	if (rc != 0)
+	{
+		errno = rc;
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not create directory \"%s\": %m", HPG_SNAPSHOT_DIR),
+				 errmsg("could not create directory \"%s\": %m", dir),
+				 rc == ENOTDIR ?
+				 errhint("Something other than a directory is in its place (a file or a symbolic link): a superuser should remove it.") :
 				 errhint("Check free space and permissions of the data directory.")));
+	}
 }
 
 void
@@ -146,33 +178,6 @@ profile_name_length(const char *fname)
 	return n - suffix;
 }
 
-void
-hpg_store_usage(const char *dir, int64 *count, int64 *bytes)
-{
-	DIR		   *d = AllocateDir(dir);
-	struct dirent *de;
-
-	*count = *bytes = 0;
-	if (d == NULL && errno == ENOENT)
-		return;
-	while ((de = ReadDir(d, dir)) != NULL)
-	{
-		char		path[MAXPGPATH];
-		struct stat st;
-
-		CHECK_FOR_INTERRUPTS();
-		if (profile_name_length(de->d_name) == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
-		{
-			(*count)++;
-			*bytes += st.st_size;
-		}
-	}
-	FreeDir(d);
-}
-
 static int
 cmp_names(const void *a, const void *b)
 {
@@ -249,7 +254,348 @@ hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps, bool (*skip) 
 	FreeDir(d);
 }
 
-/* ---- plain C: exit dumps are named and pruned at process exit ---- */
+/* ---- reading by name ---- */
+
+bool
+hpg_store_exists(const char *dir, const char *name)
+{
+	char		path[MAXPGPATH];
+	struct stat st;
+
+	hpg_store_path(path, dir, name);
+	return lstat(path, &st) == 0;
+}
+
+bool
+hpg_store_read(const char *name, StringInfo out)
+{
+	static const char *const named[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_CAPTURE_DIR};
+	const char *dir = NULL;
+	char		path[MAXPGPATH];
+	int			start = out->len;
+
+	hpg_check_name(name);
+	for (int i = 0; i < (int) lengthof(named); i++)
+	{
+		if (!hpg_store_exists(named[i], name))
+			continue;
+		if (dir)
+			ereport(ERROR,
+					(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+					 errmsg("heap profile name \"%s\" is in both %s and %s", name, dir, named[i]),
+					 errhint("A superuser should rename or remove one of the files in the data directory.")));
+		dir = named[i];
+	}
+	if (dir == NULL)
+		return false;
+	hpg_store_path(path, dir, name);
+	if (!hpg_read_file(path, out, true))
+		return false;
+	if (out->len == start)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("heap profile \"%s\" is an empty file", path),
+				 errhint("Remove the file; heapprof never writes an empty profile.")));
+	return true;
+}
+
+/* ERROR for a failed write of DIR/NAME.heap (rc an errno); nothing is left behind. */
+static void
+write_failed(int rc, const char *dir, const char *name)
+{
+	char		path[MAXPGPATH];
+
+	hpg_store_path(path, dir, name);
+	errno = rc;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not write heap profile \"%s\": %m", path),
+			 errhint("Check free space and permissions of the data directory's %s folder; nothing was left behind.", dir)));
+}
+
+bool
+hpg_store_drop(const char *dir, const char *name)
+{
+	char		path[MAXPGPATH];
+	struct stat read_st;
+	struct stat moved_st;
+	StringInfoData prof;
+	hpg_draft	d;
+	int			rc;
+
+	hpg_store_path(path, dir, name);
+	if (lstat(path, &read_st) != 0)
+		return false;
+	initStringInfo(&prof);
+	if (!hpg_read_file(path, &prof, true))
+		return false;
+	if (!hpg_can_read(prof.data, prof.len))
+		hpg_deny(name, "drop");
+	pfree(prof.data);
+	/* move it aside under a draft's name, then check it is the file that was read */
+	if ((rc = hpg_draft_open(&d, dir)) != 0 || (rc = hpg_draft_close(&d)) != 0)
+		write_failed(rc, dir, name);
+	if (rename(path, d.path) != 0)
+	{
+		rc = errno;
+		hpg_draft_discard(&d);
+		if (rc == ENOENT)
+			return false;		/* dropped meanwhile */
+		errno = rc;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not remove heap profile \"%s\": %m", path)));
+	}
+	if (lstat(d.path, &moved_st) == 0 &&
+		(moved_st.st_ino != read_st.st_ino || moved_st.st_dev != read_st.st_dev))
+	{
+		/* another file took the name since: put it back */
+		rc = renameat2(AT_FDCWD, d.path, AT_FDCWD, path, RENAME_NOREPLACE) == 0 ? 0 : errno;
+		if (rc == EINVAL || rc == ENOSYS)
+			rc = link(d.path, path) == 0 ? 0 : errno;
+		if (rc == 0)
+			hpg_draft_discard(&d);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("heap profile \"%s\" was replaced while it was being dropped", name),
+				 errhint("Look at heapprof_snapshots() and try again.")));
+	}
+	hpg_draft_discard(&d);
+	return true;
+}
+
+/* ---- writing, in a backend ---- */
+
+void
+hpg_store_put(const char *dir, const char *name, const char *text, size_t len,
+			  void (*limit) (int64 count, int64 bytes, void *arg), void *arg)
+{
+	hpg_draft	d;
+	int			rc;
+
+	hpg_store_make_dir(dir);
+	if ((rc = hpg_draft_open(&d, dir)) != 0 || (rc = hpg_draft_write(&d, text, len)) != 0)
+		write_failed(rc, dir, name);
+	/* d is not changed before the last call that can throw */
+	PG_TRY();
+	{
+		if (limit)
+		{
+			int64		count;
+			int64		bytes;
+
+			hpg_store_usage(dir, &count, &bytes);
+			limit(count, bytes, arg);
+		}
+	}
+	PG_CATCH();
+	{
+		hpg_draft_discard(&d);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if ((rc = hpg_draft_publish(&d, name, false)) == EEXIST)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("heap profile \"%s\" already exists", name),
+				 errhint("Another session stored a profile of that name meanwhile; choose another name, or drop that one first.")));
+	if (rc != 0)
+		write_failed(rc, dir, name);
+}
+
+void
+hpg_store_usage(const char *dir, int64 *count, int64 *bytes)
+{
+	DIR		   *d;
+	struct dirent *de;
+
+	*count = *bytes = 0;
+	hpg_store_prune(dir, INT_MAX, PG_INT64_MAX);	/* drafts of writers that are gone */
+	if ((d = AllocateDir(dir)) == NULL && errno == ENOENT)
+		return;
+	while ((de = ReadDir(d, dir)) != NULL)
+	{
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		CHECK_FOR_INTERRUPTS();
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (de->d_name[0] != '.' && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+		{
+			(*count)++;
+			*bytes += st.st_size;
+		}
+	}
+	FreeDir(d);
+}
+
+/* ---- plain C: drafts and publication, also at process exit and in a target ---- */
+
+static uint32 draft_seq;
+
+/* Remove the draft, keeping errno. */
+void
+hpg_draft_discard(hpg_draft *d)
+{
+	int			save = errno;
+
+	if (d->fd >= 0)
+		close(d->fd);
+	if (d->path[0])
+		unlink(d->path);
+	d->fd = -1;
+	d->path[0] = '\0';
+	errno = save;
+}
+
+/* Discard the draft after a failure with errno rc (0: errno as it is); returns the errno. */
+static int
+draft_failed(hpg_draft *d, int rc)
+{
+	if (rc == 0)
+		rc = errno ? errno : EIO;
+	hpg_draft_discard(d);
+	return rc;
+}
+
+int
+hpg_draft_open(hpg_draft *d, const char *dir)
+{
+	d->dir = dir;
+	d->fd = -1;
+	d->path[0] = '\0';
+	/* a planted file, link or FIFO at a name only makes the next name be tried */
+	for (int attempt = 0; attempt < 100; attempt++)
+	{
+		snprintf(d->path, sizeof(d->path), "%s/" HPG_DRAFT_PREFIX "%d.%u", dir, MyProcPid, draft_seq++);
+		d->fd = open(d->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
+		if (d->fd >= 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	d->path[0] = '\0';
+	return errno;
+}
+
+int
+hpg_draft_close(hpg_draft *d)
+{
+	int			rc = close(d->fd);
+
+	d->fd = -1;
+	return rc == 0 ? 0 : draft_failed(d, 0);
+}
+
+int
+hpg_draft_write(hpg_draft *d, const char *buf, size_t len)
+{
+	return hpg_write_all(d->fd, buf, len) ? 0 : draft_failed(d, 0);
+}
+
+int
+hpg_draft_append_file(hpg_draft *d, const char *path)
+{
+	int			in = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | PG_BINARY);
+	struct stat st;
+	char		buf[32768];
+	int64		copied = 0;
+	int			rc = 0;
+
+	if (in < 0)
+		return draft_failed(d, 0);
+	if (fstat(in, &st) != 0)
+		rc = errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = EINVAL;
+	while (rc == 0)
+	{
+		ssize_t		n = read(in, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			rc = errno;
+		else if (n == 0)
+			break;
+		else if ((copied += n) > HPG_MAX_FILE_BYTES)
+			rc = EFBIG;
+		else if (!hpg_write_all(d->fd, buf, (size_t) n))
+			rc = errno ? errno : EIO;
+	}
+	close(in);
+	return rc == 0 ? 0 : draft_failed(d, rc);
+}
+
+/* fsync a file or directory by path; best effort for a directory. */
+static int
+sync_path(const char *path, bool dir)
+{
+	int			fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NOFOLLOW) | PG_BINARY);
+	int			rc;
+
+	if (fd < 0)
+		return errno;
+	rc = pg_fsync(fd) == 0 ? 0 : errno;
+	close(fd);
+	return rc;
+}
+
+int
+hpg_draft_publish(hpg_draft *d, const char *name, bool replace)
+{
+	char		final[MAXPGPATH];
+	int			rc;
+
+	if (d->fd >= 0 && (pg_fsync(d->fd) != 0 || close(d->fd) != 0))
+		return draft_failed(d, 0);
+	if (d->fd < 0 && (rc = sync_path(d->path, false)) != 0)
+		return draft_failed(d, rc);
+	d->fd = -1;
+	hpg_store_path(final, d->dir, name);
+	if (replace)
+		rc = rename(d->path, final);
+	else
+	{
+		/* the name is taken atomically or refused (EEXIST) */
+		rc = renameat2(AT_FDCWD, d->path, AT_FDCWD, final, RENAME_NOREPLACE);
+		if (rc != 0 && (errno == EINVAL || errno == ENOSYS))
+		{
+			/* a file system without it: link() refuses an existing name too */
+			rc = link(d->path, final);
+			if (rc == 0)
+				unlink(d->path);
+		}
+	}
+	if (rc != 0)
+		return draft_failed(d, 0);
+	d->path[0] = '\0';
+	(void) sync_path(d->dir, true);
+	return 0;
+}
+
+/* mkdir dir unless a real directory is there; 0 or an errno. */
+static int
+real_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, pg_dir_create_mode) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return errno;
+	if (lstat(dir, &st) != 0)
+		return errno;
+	return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+int
+hpg_store_dir_ready(const char *dir)
+{
+	int			rc = real_dir(HPG_STORE_DIR);
+
+	return rc != 0 ? rc : real_dir(dir);
+}
 
 void
 hpg_store_time_name(char *name, size_t size, const char *kind)
@@ -264,28 +610,47 @@ hpg_store_time_name(char *name, size_t size, const char *kind)
 	snprintf(name, size, "%s.%06ldZ-%d-%s", stamp, (long) tv.tv_usec, MyProcPid, kind);
 }
 
-typedef struct dump_file
+/*
+ * The writer's pid if fname is a draft -- tmp.PID.N, or NAME.heap.tmpPID as
+ * heapprof 1.0 named them -- else 0.
+ */
+static int
+draft_writer(const char *fname)
+{
+	const char *p;
+	char	   *end;
+	long		pid;
+
+	if (strncmp(fname, HPG_DRAFT_PREFIX, strlen(HPG_DRAFT_PREFIX)) == 0)
+		p = fname + strlen(HPG_DRAFT_PREFIX);
+	else if ((p = strstr(fname, HPG_SUFFIX ".tmp")) != NULL)
+		p += strlen(HPG_SUFFIX ".tmp");
+	else
+		return 0;
+	pid = strtol(p, &end, 10);
+	if (end == p || pid <= 0 || pid > INT_MAX || (*end != '\0' && *end != '.'))
+		return 0;
+	return (int) pid;
+}
+
+/* Is the draft's writer gone?  Its pid may be reused: then the draft waits. */
+static bool
+writer_gone(int pid)
+{
+	return pid != MyProcPid && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+typedef struct store_file
 {
 	char		name[NAME_MAX + 1];
 	off_t		size;
-} dump_file;
+	bool		draft;
+} store_file;
 
 static int
-dump_file_cmp(const void *a, const void *b)
+store_file_cmp(const void *a, const void *b)
 {
-	return strcmp(((const dump_file *) a)->name, ((const dump_file *) b)->name);
-}
-
-/* A temporary file (NAME.heap.tmpPID) of a process that no longer runs? */
-static bool
-stale_tmp(const char *name)
-{
-	const char *t = strstr(name, HPG_SUFFIX ".tmp");
-	int			pid;
-
-	if (t == NULL || (pid = atoi(t + strlen(HPG_SUFFIX ".tmp"))) <= 0)
-		return false;
-	return kill(pid, 0) != 0 && errno == ESRCH;
+	return strcmp(((const store_file *) a)->name, ((const store_file *) b)->name);
 }
 
 void
@@ -293,9 +658,10 @@ hpg_store_prune(const char *dir, int max_count, int64 max_bytes)
 {
 	DIR		   *d = opendir(dir);
 	struct dirent *de;
-	dump_file  *files = NULL;
+	store_file *files = NULL;
 	size_t		n = 0;
 	size_t		cap = 0;
+	int64		count = 0;
 	int64		total = 0;
 
 	if (d == NULL)
@@ -303,24 +669,24 @@ hpg_store_prune(const char *dir, int max_count, int64 max_bytes)
 	while ((de = readdir(d)) != NULL)
 	{
 		size_t		len = strlen(de->d_name);
+		int			writer = draft_writer(de->d_name);
 		char		path[MAXPGPATH];
 		struct stat st;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (stale_tmp(de->d_name))
+		if (writer != 0 && writer_gone(writer))
 		{
 			unlink(path);
 			continue;
 		}
-		if (de->d_name[0] == '.' || len <= strlen(HPG_SUFFIX) ||
-			strcmp(de->d_name + len - strlen(HPG_SUFFIX), HPG_SUFFIX) != 0)
+		if (de->d_name[0] == '.' || lstat(path, &st) != 0 || S_ISDIR(st.st_mode))
 			continue;
-		if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
-			continue;
+		count++;
+		total += st.st_size;
 		if (n == cap)
 		{
 			size_t		ncap = cap ? cap * 2 : 64;
-			dump_file  *v = realloc(files, ncap * sizeof(*v));
+			store_file *v = realloc(files, ncap * sizeof(*v));
 
 			if (v == NULL)
 				break;
@@ -329,21 +695,71 @@ hpg_store_prune(const char *dir, int max_count, int64 max_bytes)
 		}
 		strlcpy(files[n].name, de->d_name, sizeof(files[n].name));
 		files[n].size = st.st_size;
-		total += st.st_size;
+		/* only regular profile files are ever removed to make room */
+		files[n].draft = writer != 0 || !S_ISREG(st.st_mode) || len <= strlen(HPG_SUFFIX) ||
+			strcmp(de->d_name + len - strlen(HPG_SUFFIX), HPG_SUFFIX) != 0;
 		n++;
 	}
 	closedir(d);
 	/* names start with the time: sorted, the oldest come first */
 	if (n > 1)
-		qsort(files, n, sizeof(*files), dump_file_cmp);
-	for (size_t i = 0; i < n && ((int64) (n - i) > max_count ||
-								 total > max_bytes); i++)
+		qsort(files, n, sizeof(*files), store_file_cmp);
+	for (size_t i = 0; i < n && (count > max_count || total > max_bytes); i++)
 	{
 		char		path[MAXPGPATH];
 
+		if (files[i].draft)
+			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
 		if (unlink(path) == 0 || errno == ENOENT)
+		{
+			count--;
 			total -= files[i].size;
+		}
 	}
 	free(files);
+}
+
+/*
+ * At server start and after a crash no writer is running: remove every
+ * draft, and every peak (each belongs to a process of the last run).
+ */
+static void
+sweep_store(void)
+{
+	for (int i = 0; i < (int) lengthof(store_dirs); i++)
+	{
+		bool		peaks = strcmp(store_dirs[i], HPG_PEAK_DIR) == 0;
+		DIR		   *d = opendir(store_dirs[i]);
+		struct dirent *de;
+
+		if (d == NULL)
+			continue;
+		while ((de = readdir(d)) != NULL)
+		{
+			char		path[MAXPGPATH];
+
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+				(!peaks && draft_writer(de->d_name) == 0))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", store_dirs[i], de->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+}
+
+static void
+startup_store(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	sweep_store();
+}
+
+void
+hpg_store_init(void)
+{
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = startup_store;
 }

@@ -1,5 +1,5 @@
 /*
- * store.h -- heap profiles kept as files under $PGDATA/heapprof.
+ * store.h -- the one owner of the files heapprof keeps under $PGDATA/heapprof.
  */
 #ifndef HEAPPROF_STORE_H
 #define HEAPPROF_STORE_H
@@ -15,13 +15,18 @@
 #define HPG_CAPTURE_DIR HPG_STORE_DIR "/captures"
 #define HPG_SUFFIX ".heap"
 #define HPG_MAX_NAME 63
+/* Drafts are DIR/tmp.PID.N: never a profile name (no suffix), swept by pid. */
+#define HPG_DRAFT_PREFIX "tmp."
+
+/* _PG_init, in the postmaster: sweep the store at every start and crash restart. */
+extern void hpg_store_init(void);
 
 /* ERROR unless name is a valid profile name. */
 extern void hpg_check_name(const char *name);
 /* DIR/NAME.heap */
 extern void hpg_store_path(char *path, const char *dir, const char *name);
-/* Create the store's folders; ERROR on failure. */
-extern void hpg_store_make_dirs(void);
+/* Create heapprof/ and dir as real directories; ERROR on failure. */
+extern void hpg_store_make_dir(const char *dir);
 
 /* Append "%heapprof" metadata for a profile of pid taken now, owned by owner. */
 extern void hpg_append_meta(StringInfo out, int pid, Oid owner, const char *backend_type);
@@ -29,6 +34,21 @@ extern void hpg_append_meta(StringInfo out, int pid, Oid owner, const char *back
 extern bool hpg_can_read(const char *text, int len);
 /* ERROR, for a profile the current user may not read or drop. */
 extern void hpg_deny(const char *name, const char *verb);
+
+/*
+ * The stored profile NAME (a persisted snapshot, exit dump or capture),
+ * appended to out; false if there is none.  ERROR if the name is in two
+ * folders or the file is unusable.  The caller checks permissions.
+ */
+extern bool hpg_store_read(const char *name, StringInfo out);
+/*
+ * Remove DIR/NAME.heap if the current user may (else ERROR): the very file
+ * whose owner was checked, not one stored under the name meanwhile.  False
+ * if there is none.
+ */
+extern bool hpg_store_drop(const char *dir, const char *name);
+/* Is NAME a stored profile in dir? */
+extern bool hpg_store_exists(const char *dir, const char *name);
 
 /*
  * List the readable profile files of dir as rows of heapprof_snapshots()
@@ -39,23 +59,63 @@ extern void hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps,
 						   bool (*skip) (const char *name));
 /* The profile names in dir, sorted (oldest first for time-stamped names). */
 extern char **hpg_store_names(const char *dir, int *count);
-/* Number and bytes of the regular profile files in dir. */
-extern void hpg_store_usage(const char *dir, int64 *count, int64 *bytes);
 /* One row of either listing. */
 extern void hpg_store_put_row(ReturnSetInfo *rsinfo, const char *name, const char *text, int len,
 							  bool persisted, int64 file_bytes, bool dumps);
 
 /*
+ * Keep text as DIR/NAME.heap, in a backend (ERROR on failure, leaving
+ * nothing behind): written as a draft, then, when limit (may be NULL) has
+ * accepted what dir holds with the draft counted -- every file, drafts of
+ * other writers included -- published under a name taken atomically:
+ * 42710 if the name exists.
+ */
+extern void hpg_store_put(const char *dir, const char *name, const char *text, size_t len,
+						  void (*limit) (int64 count, int64 bytes, void *arg), void *arg);
+
+/* ---- plain C (errno, never an error): for process exit and a request's target too ---- */
+
+/*
+ * A file being written: DIR/tmp.PID.N, created exclusively (never through a
+ * link or into a FIFO), then published under its name by a rename, or
+ * discarded.  Functions return 0 or an errno; on failure the draft is
+ * already removed.
+ */
+typedef struct hpg_draft
+{
+	const char *dir;
+	char		path[MAXPGPATH];
+	int			fd;				/* -1 once closed */
+} hpg_draft;
+
+extern int	hpg_draft_open(hpg_draft *d, const char *dir);
+/* Close the file, keeping it: for a writer that opens the path itself (jemalloc). */
+extern int	hpg_draft_close(hpg_draft *d);
+extern int	hpg_draft_write(hpg_draft *d, const char *buf, size_t len);
+/* Append the regular file at path (not a link), at most HPG_MAX_FILE_BYTES. */
+extern int	hpg_draft_append_file(hpg_draft *d, const char *path);
+/* fsync and rename to DIR/NAME.heap; replace false: EEXIST if it exists. */
+extern int	hpg_draft_publish(hpg_draft *d, const char *name, bool replace);
+extern void hpg_draft_discard(hpg_draft *d);
+
+/* mkdir heapprof/ and dir; 0, or an errno (ENOTDIR: something else is there). */
+extern int	hpg_store_dir_ready(const char *dir);
+
+/*
  * NAME for a profile this process leaves now, TIME-PID-KIND (UTC to the
- * microsecond): names sort by time, which pruning relies on.  Plain C.
+ * microsecond): names sort by time, which pruning relies on.
  */
 extern void hpg_store_time_name(char *name, size_t size, const char *kind);
 
 /*
- * Remove the oldest profiles of dir (names start with the time) beyond
- * max_count files or max_bytes, and temporary files crashed writers left.
- * Plain C, for process exit too.
+ * Remove the oldest profiles of dir (names start with the time) until it
+ * holds at most max_count files and max_bytes, counting the drafts of
+ * writers still running (they are never removed); drafts of writers that
+ * are gone are removed first.
  */
 extern void hpg_store_prune(const char *dir, int max_count, int64 max_bytes);
+
+/* Number and bytes of every file in dir, drafts included (after a sweep). */
+extern void hpg_store_usage(const char *dir, int64 *count, int64 *bytes);
 
 #endif

@@ -162,8 +162,8 @@ serve_requests(void)
 		else if (slot->seq == seq && slot->state == SLOT_ABANDONED)
 			slot->state = SLOT_FREE;
 		SpinLockRelease(&hpg_shmem->mutex);
-		if (mine && (op == HPG_OP_DUMP || op == HPG_OP_RECORDS))
-			hpg_remove_dump_files(path);	/* nobody waits for it any more */
+		if (mine && path[0])
+			hpg_remove_dump_files(path);	/* nobody waits for them any more */
 		answered = true;
 	}
 	RESUME_INTERRUPTS();
