@@ -133,12 +133,12 @@ static const char *
 file_mismatch(const sym_identity *id, const char *path, uint64_t low, bool *other)
 {
 	struct stat st;
+	size_t		lo = 0;
+	size_t		n = id->nfiles;
 
 	*other = false;
 	if (sym_identity_name_len(path) != strlen(path))
 		return "deleted";
-	size_t		lo = 0;
-	size_t		n = id->nfiles;
 
 	/* the first line at low, by binary search */
 	while (n > 0)

@@ -57,7 +57,7 @@ extern void hp_symbolizer_free(hp_symbolizer *s);
  * reports modules in time quadratic in their number, and a real process maps
  * a few hundred files.
  */
-#define HP_MAX_MODULES 4096
+#define HP_MAX_MODULES 1024
 
 /*
  * Point the session at a dump's maps, keeping only the files where some of
