@@ -3,10 +3,20 @@
  */
 #include "locate.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Work units of one symbolized address: interrupts are polled every 256. */
 #define ADDRESS_WORK (HP_WORK_QUANTUM / 256)
+
+static int
+u64_cmp(const void *x, const void *y)
+{
+	uint64_t	a = *(const uint64_t *) x;
+	uint64_t	b = *(const uint64_t *) y;
+
+	return (a > b) - (a < b);
+}
 
 void
 hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_located *out)
@@ -19,11 +29,6 @@ hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_loca
 	size_t		ncalls = 0;
 
 	memset(out, 0, sizeof(*out));
-	rc = hp_symbolizer_sync(s, p->maps, p->maps_len);
-	if (rc != HP_OK)
-		hp_fail(env, rc, "could not load the memory map of the heap profile%s",
-				rc == HP_ENOMEM ? ": out of memory" : "");
-
 	hp_map_init(&out->index, a);
 	for (size_t i = 0; i < p->nsamples; i++)
 	{
@@ -53,6 +58,15 @@ hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_loca
 		if (caller[i])
 			calls[ncalls++] = out->pcs[i];
 	}
+	/* sorted: the identity checks look up a module's range */
+	hp_work(env, ncalls);
+	qsort(calls, ncalls, sizeof(uint64_t), u64_cmp);
+
+	/* only the files the stacks use become modules */
+	rc = hp_symbolizer_sync(s, a, p->maps, p->maps_len, out->pcs, out->npcs);
+	if (rc != HP_OK)
+		hp_fail(env, rc, "could not load the memory map of the heap profile%s",
+				rc == HP_ENOMEM ? ": out of memory" : "");
 
 	/* the caller frames are evidence of which code the process ran */
 	rc = hp_symbolizer_expect(s, p->ids, p->nids, p->allocator_base, calls, ncalls);

@@ -11,7 +11,7 @@
  * (like any line that does not match), a malformed header or stack line, or
  * a stack of more than HP_MAX_FRAMES frames, is an error naming its line
  * number, and nothing is a crash.  The leading "%" lines are format.c's.
- * Work is counted per line and per frame (hp_work).
+ * Work is counted per line, per 64 bytes and per frame (hp_work).
  */
 #include "profile.h"
 
@@ -165,7 +165,7 @@ hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
 		all.p = nl ? nl + 1 : all.end;
 		lineno++;
 
-		hp_work(a->env, 1);
+		hp_work(a->env, 1 + (size_t) (line.end - line.p) / 64);
 		/* "%" lines before the header are comments (jeprof ignores them too) */
 		if (out->rate == 0 && line.p < line.end && *line.p == '%')
 		{

@@ -13,6 +13,7 @@
 #include "render.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -110,6 +111,7 @@ typedef struct mapping
 	uint64_t	offset;
 	uint64_t	base;			/* where the object's first segment starts: its bias */
 	const char *path;			/* in the arena */
+	uint64_t	id;				/* its place in the table, from 1 */
 } mapping;
 
 static size_t
@@ -127,7 +129,7 @@ read_mappings(hp_arena *a, const hp_profile *p, mapping **out)
 
 	while (hp_maps_next(&s, end, &m))
 	{
-		hp_work(a->env, 1);
+		hp_work(a->env, 1 + m.linelen / 64);
 		if (m.path == NULL)
 			continue;
 		if (m.offset == 0 && (last == NULL || lastlen != m.pathlen ||
@@ -138,11 +140,59 @@ read_mappings(hp_arena *a, const hp_profile *p, mapping **out)
 		if (!m.exec)
 			continue;
 		HP_RESERVE(a, v, cap, n);
-		v[n] = (mapping) {m.start, m.end, m.offset, base, hp_strndup(a, m.path, m.pathlen)};
+		v[n] = (mapping) {m.start, m.end, m.offset, base, hp_strndup(a, m.path, m.pathlen), n + 1};
 		n++;
 	}
 	*out = v;
 	return n;
+}
+
+static int
+start_cmp(const void *x, const void *y)
+{
+	const mapping *a = x;
+	const mapping *b = y;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+/* A copy of maps[0..n) sorted by start address. */
+static mapping *
+by_start(hp_arena *a, const mapping *maps, size_t n)
+{
+	mapping    *v = hp_alloc(a, (n ? n : 1) * sizeof(*v));
+
+	if (n > 0)
+		memcpy(v, maps, n * sizeof(*v));
+	hp_work(a->env, n);
+	qsort(v, n, sizeof(*v), start_cmp);
+	return v;
+}
+
+/*
+ * The id of the mapping holding addr, 0 if none: the one that starts last at
+ * or before addr (a process's mappings do not overlap), by binary search.
+ */
+static uint64_t
+mapping_of(const mapping *sorted, size_t n, uint64_t addr)
+{
+	size_t		lo = 0;
+
+	while (n > 0)
+	{
+		size_t		half = n / 2;
+
+		if (sorted[lo + half].start <= addr)
+		{
+			lo += half + 1;
+			n -= half + 1;
+		}
+		else
+			n = half;
+	}
+	return lo > 0 && addr < sorted[lo - 1].limit ? sorted[lo - 1].id : 0;
 }
 
 void
@@ -153,6 +203,7 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 	strings		st;
 	mapping    *maps;
 	size_t		nmaps = read_mappings(a, p, &maps);
+	mapping    *byaddr = by_start(a, maps, nmaps);
 	uint64_t   *address = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(uint64_t));
 	uint32_t   *line = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(uint32_t));
 	z_stream	z;
@@ -222,7 +273,7 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 		const char *colon;
 		uint64_t	mapping_id = 0;
 
-		hp_work(a->env, 1 + nmaps);
+		hp_work(a->env, 1);
 		if (fn->location && (colon = strrchr(fn->location, ':')) != NULL)
 			snprintf(file, sizeof(file), "%.*s", (int) (colon - fn->location), fn->location);
 		hp_buf_init(&msg, a);
@@ -232,9 +283,7 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 		put_int(&msg, FUNCTION_FILENAME, string_index(&st, file));
 		put_message(&pb, PROFILE_FUNCTION, &msg);
 
-		for (size_t m = 0; m < nmaps; m++)
-			if (address[f] >= maps[m].start && address[f] < maps[m].limit)
-				mapping_id = m + 1;
+		mapping_id = mapping_of(byaddr, nmaps, address[f]);
 		hp_buf_init(&ln, a);
 		put_uint(&ln, LINE_FUNCTION_ID, f + 1);
 		put_int(&ln, LINE_LINE, line[f]);

@@ -176,12 +176,24 @@ sym_ehframe_index(Elf *elf, sym_fdes *ix)
 			uint64_t	lo;
 			uint64_t	len;
 
-			for (size_t i = ncies; i-- > 0;)
-				if (cies[i].offset == entry.fde.CIE_pointer)
+			size_t		c = 0;
+			size_t		n = ncies;
+
+			/* CIEs are read in offset order: a binary search */
+			while (n > 0)
+			{
+				size_t		half = n / 2;
+
+				if (cies[c + half].offset < entry.fde.CIE_pointer)
 				{
-					enc = cies[i].enc;
-					break;
+					c += half + 1;
+					n -= half + 1;
 				}
+				else
+					n = half;
+			}
+			if (c < ncies && cies[c].offset == entry.fde.CIE_pointer)
+				enc = cies[c].enc;
 			if (read_encoded(enc, &p, end, shdr.sh_addr + (uint64_t) (p - (const uint8_t *) data->d_buf), &lo) &&
 				read_encoded(enc & 0x0f, &p, end, 0, &len) && len > 0)
 			{

@@ -36,6 +36,38 @@ sym_identity_name_len(const char *object)
 	return len;
 }
 
+static int
+file_cmp(const void *x, const void *y)
+{
+	const sym_map_file *a = x;
+	const sym_map_file *b = y;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return (a->order > b->order) - (a->order < b->order);
+}
+
+/* First index in sorted v[0..n) whose value is >= key. */
+static size_t
+lower_bound(const uint64_t *v, size_t n, uint64_t key)
+{
+	size_t		lo = 0;
+
+	while (n > 0)
+	{
+		size_t		half = n / 2;
+
+		if (v[lo + half] < key)
+		{
+			lo += half + 1;
+			n -= half + 1;
+		}
+		else
+			n = half;
+	}
+	return lo;
+}
+
 /* Index the lines of a maps text that map a file (none when maps is NULL). */
 hp_status
 sym_identity_maps(sym_identity *id, const char *maps, size_t len)
@@ -60,8 +92,12 @@ sym_identity_maps(sym_identity *id, const char *maps, size_t len)
 				return HP_ENOMEM;
 			id->files = v;
 		}
-		id->files[id->nfiles++] = (sym_map_file) {m.start, m.dev_major, m.dev_minor, m.inode};
+		id->files[id->nfiles] = (sym_map_file) {m.start, m.dev_major, m.dev_minor, m.inode, id->nfiles};
+		id->nfiles++;
 	}
+	/* looked up by start per module: sorted, the first line at a start first */
+	if (id->nfiles > 0)
+		qsort(id->files, id->nfiles, sizeof(*id->files), file_cmp);
 	return HP_OK;
 }
 
@@ -97,16 +133,32 @@ static const char *
 file_mismatch(const sym_identity *id, const char *path, uint64_t low, bool *other)
 {
 	struct stat st;
+	size_t		lo = 0;
+	size_t		n = id->nfiles;
 
 	*other = false;
 	if (sym_identity_name_len(path) != strlen(path))
 		return "deleted";
-	for (size_t i = 0; i < id->nfiles; i++)
+
+	/* the first line at low, by binary search */
+	while (n > 0)
+	{
+		size_t		half = n / 2;
+
+		if (id->files[lo + half].start < low)
+		{
+			lo += half + 1;
+			n -= half + 1;
+		}
+		else
+			n = half;
+	}
+	for (size_t i = lo; i < id->nfiles; i++)
 	{
 		const sym_map_file *m = &id->files[i];
 
 		if (m->start != low)
-			continue;
+			break;
 		if (stat(path, &st) != 0)
 			return "missing";
 		*other = major(st.st_dev) == m->dev_major && minor(st.st_dev) == m->dev_minor &&
@@ -198,20 +250,19 @@ calls_found(const sym_identity *id, Elf *elf, uint64_t bias, uint64_t low, uint6
 	size_t		nph;
 	size_t		ok = 0;
 
-	*n = 0;
-	for (size_t i = 0; i < id->ncalls; i++)
-		*n += id->calls[i] >= low && id->calls[i] < high;
+	size_t		first = lower_bound(id->calls, id->ncalls, low);
+	size_t		last = lower_bound(id->calls, id->ncalls, high);
+
+	*n = low < high ? last - first : 0;
 	if (img == NULL || gelf_getehdr(elf, &eh) == NULL || elf_getphdrnum(elf, &nph) != 0 ||
 		(eh.e_machine != EM_X86_64 && eh.e_machine != EM_AARCH64))
 		return 0;
-	for (size_t i = 0; i < id->ncalls; i++)
+	for (size_t i = first; i < first + *n; i++)
 	{
 		/* calls[] hold return address - 1 */
 		uint64_t	ra = id->calls[i] + 1 - bias;
 		bool		found = false;
 
-		if (id->calls[i] < low || id->calls[i] >= high)
-			continue;
 		for (size_t k = 0; k < nph && !found; k++)
 		{
 			GElf_Phdr	ph;

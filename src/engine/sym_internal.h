@@ -121,6 +121,8 @@ typedef struct sym_names
 {
 	char	   *buf;
 	size_t		len;
+	size_t	   *stack;			/* drop_groups' open brackets */
+	size_t		stack_cap;
 } sym_names;
 
 /* name as shown: C++ demangled and shortened, others copied; in the arena. */
@@ -134,17 +136,18 @@ typedef struct sym_map_file
 	unsigned	dev_major;
 	unsigned	dev_minor;
 	uint64_t	inode;
+	size_t		order;			/* its place in the maps */
 } sym_map_file;
 
 typedef struct sym_identity
 {
-	sym_map_file *files;		/* the maps' lines that map a file */
+	sym_map_file *files;		/* the maps' lines that map a file, by start */
 	size_t		nfiles;
 	hp_build_id *ids;			/* build-ids by load bias */
 	size_t		nids;
 	bool		ids_lost;		/* the last expect failed: no file is trusted */
 	uint64_t	allocator_base;
-	const uint64_t *calls;		/* the profile's caller addresses (not owned) */
+	const uint64_t *calls;		/* the profile's caller addresses, sorted (not owned) */
 	size_t		ncalls;
 } sym_identity;
 

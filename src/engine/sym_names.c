@@ -36,43 +36,39 @@ demangler(void)
 	return fn;
 }
 
-/* Remove every innermost open..close group (and a following " const" after ")"). */
-static bool
-drop_groups(char *s, char open, char close)
+/*
+ * Remove every open..close group, nested ones with their group (and a
+ * following " const" after ")"), in one pass: the same as removing innermost
+ * groups until none is left, in time linear in the name.  stack holds the
+ * output places of the open brackets not yet closed (at most strlen(s)).
+ */
+static void
+drop_groups(char *s, size_t *stack, char open, char close)
 {
-	bool		changed = false;
-	size_t		start = SIZE_MAX;
+	size_t		depth = 0;
+	size_t		w = 0;
 
-	for (size_t i = 0; s[i]; i++)
+	for (size_t r = 0; s[r]; r++)
 	{
-		if (s[i] == open)
-			start = i;
-		else if (s[i] == close && start != SIZE_MAX)
+		if (s[r] == close && depth > 0)
 		{
-			size_t		rest = i + 1;
-
+			w = stack[--depth];
 			if (open == '(')
 			{
-				size_t		q = rest;
+				size_t		q = r + 1;
 
 				while (isspace((unsigned char) s[q]))
 					q++;
 				if (strncmp(s + q, "const", 5) == 0)
-					rest = q + 5;
+					r = q + 4;
 			}
-			memmove(s + start, s + rest, strlen(s + rest) + 1);
-			i = start;			/* re-examine from the group's place */
-			start = SIZE_MAX;
-			changed = true;
-			if (s[i] == '\0')
-				break;
-			if (s[i] == open)
-				start = i;
+			continue;
 		}
-		else if (s[i] == close)
-			start = SIZE_MAX;
+		if (s[r] == open)
+			stack[depth++] = w;
+		s[w++] = s[r];
 	}
-	return changed;
+	s[w] = '\0';
 }
 
 /*
@@ -87,6 +83,7 @@ sym_display_name(sym_names *n, hp_arena *a, const char *name)
 	char	   *s;
 	int			status = -1;
 	size_t		cut = 0;
+	size_t		len;
 
 	if (fn == NULL)
 		return hp_strdup(a, name);
@@ -95,10 +92,18 @@ sym_display_name(sym_names *n, hp_arena *a, const char *name)
 		return hp_strdup(a, name);
 	n->buf = out;
 	s = hp_strdup(a, out);
-	while (drop_groups(s, '(', ')'))
-		;
-	while (drop_groups(s, '<', '>'))
-		;
+	len = strlen(s);
+	if (len + 1 > n->stack_cap)
+	{
+		size_t	   *v = realloc(n->stack, (len + 1) * sizeof(size_t));
+
+		if (v == NULL)
+			return s;			/* unshortened: memory ran out */
+		n->stack = v;
+		n->stack_cap = len + 1;
+	}
+	drop_groups(s, n->stack, '(', ')');
+	drop_groups(s, n->stack, '<', '>');
 	/* "type ns::f" -> "ns::f": the last word with "::" after white space */
 	for (size_t i = 1; s[0] && s[i]; i++)
 		if (isspace((unsigned char) s[i - 1]) && (isalnum((unsigned char) s[i]) || s[i] == '_'))
@@ -117,4 +122,5 @@ void
 sym_names_free(sym_names *n)
 {
 	free(n->buf);
+	free(n->stack);
 }

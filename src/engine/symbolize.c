@@ -232,10 +232,56 @@ typedef struct map_run
 	const char *end;			/* end of its last line */
 	const char *path;
 	size_t		pathlen;
+	uint64_t	lo;				/* lowest and highest address it maps */
+	uint64_t	hi;
+	size_t		order;			/* its place in the maps */
 	bool		exec;			/* has an executable mapping */
 	bool		mixed;			/* other lines come between its lines */
 	bool		keep;
 } map_run;
+
+/* Runs by path, then by place in the maps. */
+static int
+run_cmp(const void *x, const void *y)
+{
+	const map_run *a = *(const map_run *const *) x;
+	const map_run *b = *(const map_run *const *) y;
+	int			c = memcmp(a->path, b->path, a->pathlen < b->pathlen ? a->pathlen : b->pathlen);
+
+	if (c == 0)
+		c = (a->pathlen > b->pathlen) - (a->pathlen < b->pathlen);
+	if (c == 0)
+		c = (a->order > b->order) - (a->order < b->order);
+	return c;
+}
+
+static int
+u64_cmp(const void *x, const void *y)
+{
+	uint64_t	a = *(const uint64_t *) x;
+	uint64_t	b = *(const uint64_t *) y;
+
+	return (a > b) - (a < b);
+}
+
+/* Does sorted pcs[0..n) hold an address in [lo, hi)? */
+static bool
+any_in(const uint64_t *pcs, size_t n, uint64_t lo, uint64_t hi)
+{
+	size_t		l = 0;
+	size_t		h = n;
+
+	while (l < h)
+	{
+		size_t		mid = l + (h - l) / 2;
+
+		if (pcs[mid] < lo)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	return l < n && pcs[l] < hi;
+}
 
 /* Append a line and its newline at out + n; returns the new length. */
 static size_t
@@ -252,27 +298,39 @@ put_line(char *out, size_t n, const char *line, size_t len)
  * file are something else -- libelf's own read/write mmap of it, when the
  * dumping process is a backend that has symbolized before -- and would
  * stretch the module over unrelated memory.  The run with an executable
- * mapping is kept, or else the first.  Returns the kept text's length (at
- * most len + 1).
+ * mapping is kept, or else the first.  Of those, only the runs where some
+ * of the profile's addresses pcs[0..npcs) lie are kept: the others would
+ * name nothing, and libdwfl's module reporting costs time quadratic in the
+ * number of modules, so at most HP_MAX_MODULES are kept, else HP_ELIMIT is
+ * raised.  Runs are grouped by sorting, so the whole is O(n log n) in the
+ * text, and work is counted per line.  Returns the kept text (arena) and
+ * its length in *n.
  */
-static size_t
-filter_maps(const char *maps, size_t len, char *out)
+static char *
+filter_maps(hp_arena *a, const char *maps, size_t len,
+			const uint64_t *pcs, size_t npcs, size_t *n)
 {
+	hp_env	   *env = a->env;
 	const char *p = maps;
 	const char *end;
 	hp_mapping	m;
 	map_run    *runs = NULL;
+	map_run   **sorted;
+	uint64_t   *used;
 	size_t		nruns = 0;
 	size_t		cap = 0;
-	size_t		n = 0;
+	size_t		nkept = 0;
+	char	   *out;
 
+	*n = 0;
 	if (len == 0)
-		return 0;				/* no maps (maps may then be NULL) */
+		return NULL;			/* no maps (maps may then be NULL) */
 	end = maps + len;
 	while (hp_maps_next(&p, end, &m))
 	{
 		map_run    *r = nruns ? &runs[nruns - 1] : NULL;
 
+		hp_work(env, 1 + m.linelen / 64);
 		if (m.path == NULL)
 			continue;
 		/* an image's first segment is its only one at offset 0 */
@@ -282,55 +340,86 @@ filter_maps(const char *maps, size_t len, char *out)
 			r->mixed |= m.line != r->end + 1;
 			r->end = m.line + m.linelen;
 			r->exec |= m.exec;
+			if (m.start < r->lo)
+				r->lo = m.start;
+			if (m.end > r->hi)
+				r->hi = m.end;
 			continue;
 		}
-		if (nruns == cap)
-		{
-			map_run    *v = grow_array(runs, &cap, 256, sizeof(*v));
-
-			if (v == NULL)
-			{
-				free(runs);
-				memcpy(out, maps, len);
-				return len;		/* unfiltered: names may suffer, nothing worse */
-			}
-			runs = v;
-		}
-		runs[nruns++] = (map_run) {m.line, m.line + m.linelen, m.path, m.pathlen, m.exec, false, true};
+		HP_RESERVE(a, runs, cap, nruns);
+		runs[nruns] = (map_run) {m.line, m.line + m.linelen, m.path, m.pathlen,
+		m.start, m.end, nruns, m.exec, false, true};
+		nruns++;
 	}
+
 	/* per file: keep its first executable run, or its first run */
+	sorted = hp_alloc(a, (nruns ? nruns : 1) * sizeof(*sorted));
 	for (size_t i = 0; i < nruns; i++)
-		for (size_t j = 0; j < i && runs[i].keep; j++)
-			if (runs[j].keep && runs[j].pathlen == runs[i].pathlen &&
-				memcmp(runs[j].path, runs[i].path, runs[i].pathlen) == 0)
+		sorted[i] = &runs[i];
+	hp_work(env, nruns);
+	qsort(sorted, nruns, sizeof(*sorted), run_cmp);
+	for (size_t i = 0, j; i < nruns; i = j)
+	{
+		map_run    *best = sorted[i];
+
+		for (j = i + 1; j < nruns && sorted[j]->pathlen == best->pathlen &&
+			 memcmp(sorted[j]->path, best->path, best->pathlen) == 0; j++)
+		{
+			if (sorted[j]->exec && !best->exec)
 			{
-				if (runs[i].exec && !runs[j].exec)
-					runs[j].keep = false;
-				else
-					runs[i].keep = false;
+				best->keep = false;
+				best = sorted[j];
 			}
+			else
+				sorted[j]->keep = false;
+		}
+		hp_work(env, j - i);
+	}
+
+	/* only the files some address of the profile is in */
+	used = hp_alloc(a, (npcs ? npcs : 1) * sizeof(*used));
+	memcpy(used, pcs, npcs * sizeof(*used));
+	hp_work(env, npcs);
+	qsort(used, npcs, sizeof(*used), u64_cmp);
+	for (size_t i = 0; i < nruns; i++)
+	{
+		map_run    *r = &runs[i];
+
+		hp_work(env, 1);
+		if (r->keep && !(r->keep = any_in(used, npcs, r->lo, r->hi)))
+			continue;
+		if (r->keep && ++nkept > HP_MAX_MODULES)
+			hp_fail(env, HP_ELIMIT,
+					"the stacks of the heap profile lie in more than %d mapped files",
+					HP_MAX_MODULES);
+	}
+
 	/*
 	 * Copy the file lines of the kept runs only: libdwfl ignores anonymous
 	 * mappings, and without them the text stays the same while only the
 	 * heap changes, so a backend's next report needs no new sync.  libdwfl
 	 * stops at the first line it cannot parse, so none is left in.
 	 */
+	out = hp_alloc(a, len + 1);
 	for (size_t i = 0; i < nruns; i++)
 	{
 		if (!runs[i].keep)
 			continue;
 		if (!runs[i].mixed)
 		{
-			n = put_line(out, n, runs[i].first, (size_t) (runs[i].end - runs[i].first));
+			*n = put_line(out, *n, runs[i].first, (size_t) (runs[i].end - runs[i].first));
+			hp_work(env, 1 + (size_t) (runs[i].end - runs[i].first) / 64);
 			continue;
 		}
 		p = runs[i].first;
 		while (hp_maps_next(&p, runs[i].end, &m))
+		{
+			hp_work(env, 1 + m.linelen / 64);
 			if (m.path)
-				n = put_line(out, n, m.line, m.linelen);
+				*n = put_line(out, *n, m.line, m.linelen);
+		}
 	}
-	free(runs);
-	return n;
+	return out;
 }
 
 /*
@@ -350,7 +439,8 @@ forget_maps(hp_symbolizer *s)
 }
 
 hp_status
-hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
+hp_symbolizer_sync(hp_symbolizer *s, hp_arena *a, const char *maps, size_t len,
+				   const uint64_t *pcs, size_t npcs)
 {
 	FILE	   *f;
 	char	   *kept;
@@ -358,21 +448,24 @@ hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 	int			rc = 0;
 
 	s->gen++;
-	kept = malloc(len + 2);
-	if (kept == NULL)
-		return forget_maps(s);
-	nkept = filter_maps(maps, len, kept);
+	/* in the arena: an interrupt or an error here leaks nothing */
+	kept = filter_maps(a, maps, len, pcs, npcs, &nkept);
 	/* the same objects at the same places: modules and indexes stay */
 	if (s->maps && s->maps_len == nkept && (nkept == 0 || memcmp(s->maps, kept, nkept) == 0))
-	{
-		free(kept);
 		return HP_OK;
-	}
+
+	free(s->maps);
+	s->maps_len = 0;
+	if ((s->maps = malloc(nkept + 1)) == NULL)
+		return forget_maps(s);
+	if (nkept > 0)
+		memcpy(s->maps, kept, nkept);
+	s->maps_len = nkept;
 
 	dwfl_report_begin(s->dwfl);
 	if (nkept > 0)
 	{
-		f = fmemopen(kept, nkept, "r");
+		f = fmemopen(s->maps, nkept, "r");
 		if (f == NULL)
 			rc = ENOMEM;
 		else
@@ -383,16 +476,13 @@ hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len)
 	}
 	/* modules not reported again are freed, with their indexes */
 	dwfl_report_end(s->dwfl, removed_module, s);
-	free(s->maps);
-	s->maps = kept;
-	s->maps_len = nkept;
 
 	/*
 	 * ENOMEM: a line could not be read, -1: a module could not be added
 	 * (libdwfl's only failure there is memory).  Any other code would be a
 	 * line libdwfl could not parse, which filter_maps leaves out.
 	 */
-	if (rc == ENOMEM || rc == -1 || sym_identity_maps(&s->id, kept, nkept) != HP_OK)
+	if (rc == ENOMEM || rc == -1 || sym_identity_maps(&s->id, s->maps, nkept) != HP_OK)
 		return forget_maps(s);
 	return HP_OK;
 }
@@ -540,9 +630,14 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 	const sym_fde *fde;
 	Dwfl_Line  *line;
 	char		label[512];
+	size_t		before;
 
 	memset(out, 0, sizeof(*out));
+	before = s->index_bytes;
 	ix = mod ? module_index(s, mod) : NULL;
+	/* indexing is O(n log n) in what it keeps; it is complete here */
+	if (s->index_bytes > before)
+		hp_work(a->env, (s->index_bytes - before) / 64);
 	if (ix == NULL)
 	{
 		/* anonymous memory (JIT code), the vDSO, or outside every mapping */

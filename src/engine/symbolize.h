@@ -53,11 +53,23 @@ extern hp_symbolizer *hp_symbolizer_new(void);
 extern void hp_symbolizer_free(hp_symbolizer *s);
 
 /*
- * Point the session at a dump's maps; cheap when they did not change.
- * HP_ENOMEM when memory ran out: the session then has no modules (every
- * frame is an address) until a sync succeeds, never the previous dump's.
+ * Most mapped files whose code a profile's stacks may lie in: libdwfl
+ * reports modules in time quadratic in their number, and a real process maps
+ * a few hundred files.
  */
-extern hp_status hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t len);
+#define HP_MAX_MODULES 1024
+
+/*
+ * Point the session at a dump's maps, keeping only the files where some of
+ * pcs[0..npcs) lie; cheap when they did not change.  Scratch memory comes
+ * from a, work is counted and interrupts polled through a->env, and more
+ * than HP_MAX_MODULES such files is raised there as HP_ELIMIT.  HP_ENOMEM
+ * when the session's memory ran out: it then has no modules (every frame is
+ * an address) until a sync succeeds, never the previous dump's.
+ */
+extern hp_status hp_symbolizer_sync(hp_symbolizer *s, hp_arena *a,
+									const char *maps, size_t len,
+									const uint64_t *pcs, size_t npcs);
 
 /*
  * What the dumping process knew about itself at dump time (copied):
@@ -69,7 +81,7 @@ extern hp_status hp_symbolizer_sync(hp_symbolizer *s, const char *maps, size_t l
  *    unknown): its frames are cut even when its file changed on disk (as
  *    are those of any object named libjemalloc.so*);
  *  - calls[0..ncalls): the profile's caller frames (return address - 1),
- *    not copied, used until the next sync or expect: without a build-id, a
+ *    sorted, *    not copied, used until the next sync or expect: without a build-id, a
  *    file with another inode than the maps' is trusted only when each of
  *    them follows a call instruction in it.
  * HP_ENOMEM when the build-ids could not be copied: no file is trusted
@@ -90,7 +102,10 @@ extern void hp_symbolizer_verdicts(hp_symbolizer *s,
 												 const char *evidence, const char *mismatch),
 								   void *arg);
 
-/* Name one address (already moved into its call instruction). */
+/*
+ * Name one address (already moved into its call instruction); the work of
+ * indexing its module on first use is counted through a->env.
+ */
 extern void hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out);
 
 /* Bytes held by the per-module indexes. */

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# t_bounded.sh -- work bounded by input, interruptible by work done (cluster (a)):
+#  - a stored profile whose MAPPED_LIBRARIES has 120,000 distinct files (one
+#    stack of one frame) is read by heapprof_top within statement_timeout,
+#    and a backend reading it ends within 1 s of pg_terminate_backend (it
+#    took ~100 s, deaf to both: filter_maps and libdwfl were quadratic in
+#    files, and polled no interrupt);
+#  - the largest the limit admits, stacks in 1,024 of those files, too;
+#    1,025 files is refused with 54000;
+#  - heapprof-report reads each within a few seconds, or refuses.
+set -euo pipefail
+cd "${HP_TOP:?}"
+q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+as_os() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+w=$(mktemp -d)
+cleanup() { [ -n "${snaps:-}" ] && as_os rm -f "$snaps"/hp_bounded_*.heap; rm -rf "$w"; }
+trap cleanup EXIT
+data=$(q -c "SHOW data_directory")
+snaps=$data/heapprof/snapshots
+q -c "CREATE EXTENSION IF NOT EXISTS heapprof" >/dev/null
+as_os mkdir -p -m 700 "$data/heapprof" "$snaps"
+
+# maps of n distinct files; the one stack has a frame in each of the first used
+gen() {
+	awk -v n="$1" -v used="$2" 'BEGIN {
+		printf "heap_v2/524288\n  t*: 1: 100 [0: 0]\n@"
+		for (i = 0; i < used; i++) printf " 0x%x", 4194304 + 4096 * i + 16
+		printf "\n  t*: 1: 100 [0: 0]\n\nMAPPED_LIBRARIES:\n"
+		for (i = 0; i < n; i++)
+			printf "%x-%x r-xp 00000000 08:01 %d                   /nonexistent/heapprof/bounded/lib%d.so\n",
+				4194304 + 4096 * i, 4194304 + 4096 * (i + 1), i + 1, i }' >"$w/$3.heap"
+	chmod 600 "$w/$3.heap"
+	as_os sh -c 'umask 077 && cat >"$0"' "$snaps/hp_bounded_$3.heap" <"$w/$3.heap"
+}
+gen 120000 1 maps
+gen 120000 1024 modules
+gen 120000 1025 over
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+summary=
+for name in maps modules; do
+	# within statement_timeout: it finishes, or the timeout fires
+	start=$(ms)
+	out=$(q -c "SET statement_timeout = '2s'" \
+		-c "SELECT count(*) FROM heapprof_top(dump => 'hp_bounded_$name')" 2>&1) ||
+		grep -q "canceling statement due to statement timeout" <<<"$out" ||
+		{ echo "$name: $out"; exit 1; }
+	took=$(( $(ms) - start ))
+	[ "$took" -lt 3000 ] || { echo "$name: heapprof_top took $took ms under statement_timeout = 2s"; exit 1; }
+
+	# terminated while it reads (or done by then): gone within 1 s
+	q -c "SELECT count(*) FROM heapprof_top(dump => 'hp_bounded_$name')" >/dev/null 2>&1 &
+	job=$!
+	sleep 0.3
+	q -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+	      WHERE query LIKE '%hp_bounded_$name%' AND pid <> pg_backend_pid()" >/dev/null
+	tstart=$(ms)
+	for _ in $(seq 20); do kill -0 "$job" 2>/dev/null || break; sleep 0.05; done
+	if kill -0 "$job" 2>/dev/null; then
+		kill "$job"; echo "$name: backend alive 1 s after pg_terminate_backend"; exit 1
+	fi
+	wait "$job" || true
+	gone=$(( $(ms) - tstart ))
+	[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%hp_bounded_$name%' AND pid <> pg_backend_pid()")" = 0 ] ||
+		{ echo "$name: a backend still reads it"; exit 1; }
+
+	# offline
+	rstart=$(ms)
+	timeout 10 ./heapprof-report --text "$w/$name.heap" >"$w/out" ||
+		{ echo "$name: heapprof-report failed or ran past 10 s"; exit 1; }
+	rtook=$(( $(ms) - rstart ))
+	[ "$rtook" -lt 5000 ] || { echo "$name: heapprof-report took $rtook ms"; exit 1; }
+	grep -q "lib0.so" "$w/out" || { echo "$name: no frame in lib0.so"; cat "$w/out"; exit 1; }
+	summary="$summary $name: top ${took} ms, gone ${gone} ms after terminate, report ${rtook} ms;"
+done
+
+# one file more than the limit: refused, in the backend and offline
+out=$(q -v VERBOSITY=verbose -c "SELECT count(*) FROM heapprof_top(dump => 'hp_bounded_over')" 2>&1) &&
+	{ echo "1025 files: accepted"; exit 1; }
+grep -q "ERROR:  54000:.*more than 1024 mapped files" <<<"$out" || { echo "1025 files: $out"; exit 1; }
+if timeout 10 ./heapprof-report --text "$w/over.heap" >/dev/null 2>"$w/err"; then
+	echo "heapprof-report accepted 1025 files"; exit 1
+fi
+grep -q "more than 1024 mapped files" "$w/err" || { echo "heapprof-report: $(cat "$w/err")"; exit 1; }
+
+echo "bounded: 120000 maps lines;$summary 1025 files refused (54000)"
