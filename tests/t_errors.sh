@@ -10,7 +10,8 @@
 #    that sum to zero against a base, a window that recorded nothing;
 #  - heapprof_requests() names every operation (record, records);
 #  - a report cancelled mid-analysis still counts the symbol cache's growth:
-#    with heapprof.symbol_cache_limit = 0 nothing stays cached after it.
+#    with heapprof.symbol_cache_limit = 0 nothing stays cached after it
+#    (gdb raises the cancel inside the engine right after symbolizing).
 set -uo pipefail
 w=$(mktemp -d)
 pids=()
@@ -119,19 +120,26 @@ kill -CONT "$stopped"
 stopped=
 wait "$rec"
 
-# -- a cancelled report leaves no symbol cache above the limit (one session each: the cache is per backend)
-cancelled=0
-completed=0
-for ms in 2 4 6 8 10 14 18 24 30 40 50 70 100 150 250; do
-	out=$(psql -X -q -At -d postgres -c "SET heapprof.symbol_cache_limit = 0" -c "SELECT heapprof_enable()" \
-		-c "SET statement_timeout = $ms" -c "SELECT count(*) FROM heapprof_top()" -c "RESET statement_timeout" \
-		-c "SELECT 'left=' || heapprof_forget_symbols()" 2>&1)
-	case $out in *"canceling statement due to statement timeout"*) cancelled=$((cancelled + 1)) ;; *) completed=$((completed + 1)) ;; esac
-	case $out in
-		*"left=0"*) ;;
-		*) bad "after a report stopped at ${ms}ms, symbol cache stayed above a limit of 0: $out"; break ;;
-	esac
+# -- a report cancelled mid-analysis, after symbolizing (gdb, at hp_build_graph,
+#    sets the cancel flags and makes the engine's next unit of work poll
+#    them), keeps no symbolizer above a limit of 0: gdb
+#    reads analysis.c's pointer while the session sleeps after the cancel
+#    (the bytes it held were never counted, so nothing in SQL can see it)
+psql -X -q -At -d postgres -c "SET application_name = 'hp_err_cancel'" -c "SET heapprof.symbol_cache_limit = 0" \
+	-c "SELECT heapprof_enable()" -c "SELECT pg_sleep(3)" -c "SELECT count(*) FROM heapprof_top()" \
+	-c "SELECT pg_sleep(5)" >"$w/cancel.out" 2>&1 &
+session=$!
+pids+=($session)
+cpid=$(session_pid hp_err_cancel) || exit 1
+gdb -p "$cpid" -batch -ex 'break hp_build_graph' -ex 'continue' \
+	-ex 'set var QueryCancelPending = 1' -ex 'set var InterruptPending = 1' -ex 'set var a->env->work = 65535' -ex 'detach' >"$w/gdb.log" 2>&1
+for _ in $(seq 50); do
+	grep -q "canceling statement" "$w/cancel.out" && break
+	sleep 0.1
 done
-echo "symbol cache: $cancelled reports cancelled, $completed completed"
-[ "$cancelled" -gt 0 ] && [ "$completed" -gt 0 ] || bad "the timeouts did not span a report ($cancelled cancelled, $completed completed)"
+kept=$(gdb -p "$cpid" -batch -ex "print 'analysis.c'::symbolizer == 0" 2>/dev/null | sed -n 's/^\$1 = //p')
+wait "$session"
+grep -q "canceling statement due to user request" "$w/cancel.out" ||
+	bad "the report was not cancelled: $(cat "$w/cancel.out") $(tail -5 "$w/gdb.log")"
+[ "$kept" = 1 ] || bad "a report cancelled after symbolizing kept its symbolizer above a limit of 0 (symbolizer == 0: '$kept')"
 exit $fail
