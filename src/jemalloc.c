@@ -13,6 +13,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -197,12 +200,44 @@ hpj_reset(int lg_sample)
 	return rc;
 }
 
+/*
+ * prof.dump answers EFAULT for any failure, so the cause is found here:
+ * heapprof creates the file itself first (its open's errno, and a mode of
+ * 0600, not through a link, never blocking on a FIFO; jemalloc's creat()
+ * then truncates it), and after a failed write jemalloc leaves the write's
+ * errno -- but formatting after the failure can overwrite it (ERANGE seen),
+ * so only a write's errnos are trusted, then a full file system.  EFAULT
+ * still means jemalloc gave no cause (its message goes to stderr).
+ */
 int
 hpj_dump(const char *path)
 {
+	int			fd;
+	struct stat st;
+	struct statvfs vfs;
+	int			rc;
+	int			err;
+
 	if (ctl() == NULL)
 		return ENOENT;
-	return mallctl_ptr("prof.dump", NULL, NULL, &path, sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, S_IRUSR | S_IWUSR);
+	if (fd < 0)
+		return errno;
+	rc = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EEXIST : 0;
+	close(fd);
+	if (rc != 0)
+		return rc;
+
+	errno = 0;
+	rc = mallctl_ptr("prof.dump", NULL, NULL, &path, sizeof(path));
+	err = errno;
+	if (rc != EFAULT)
+		return rc;
+	if (err == ENOSPC || err == EDQUOT || err == EIO || err == EFBIG)
+		return err;
+	if (statvfs(path, &vfs) == 0 && vfs.f_bavail == 0)
+		return ENOSPC;
+	return EFAULT;
 }
 
 /*

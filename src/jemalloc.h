@@ -54,6 +54,7 @@ extern int	hpj_set_active(bool on);
 extern int	hpj_reset(int lg_sample);	/* lg_sample < 0 keeps the interval */
 /* Sampling was active before heapprof looked (prof_active:true): since when, in Unix microseconds. */
 extern void hpj_active_since(uint64_t since);
+/* Write the heap profile to path (a regular file, not through a link): the write's errno; EFAULT: no cause known. */
 extern int	hpj_dump(const char *path);
 extern int	hpj_thread_active(bool on, bool *was);
 /* Bytes this thread has allocated minus freed, ever (0 without jemalloc). */

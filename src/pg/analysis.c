@@ -193,10 +193,26 @@ hpg_analyze(const StringInfo dump, const StringInfo base,
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("could not start the elfutils symbolizer")));
-	hp_analyze(&an->arena, symbolizer, dump->data, dump->len,
-			   base ? base->data : NULL, base ? base->len : 0,
-			   o, kind, limit, &an->result);
-	/* what the analysis left allocated, but for its own context, is the symbolizer's */
+	/*
+	 * What the analysis left allocated, but for its own context, is the
+	 * symbolizer's: counted also when the analysis fails or is cancelled (its
+	 * context is freed later, in the abort), and then dropped at once if it
+	 * grew too big, since no hpg_analysis_end will look.
+	 */
+	PG_TRY();
+	{
+		hp_analyze(&an->arena, symbolizer, dump->data, dump->len,
+				   base ? base->data : NULL, base ? base->len : 0,
+				   o, kind, limit, &an->result);
+	}
+	PG_CATCH();
+	{
+		symbolizer_bytes += hpj_thread_net() - before - an->engine_bytes;
+		if (symbolizer_bytes > (int64) symbol_cache_limit_kb * 1024)
+			drop_symbolizer();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	symbolizer_bytes += hpj_thread_net() - before - an->engine_bytes;
 	MemoryContextSwitchTo(old);
 	return &an->result;

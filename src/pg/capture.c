@@ -211,15 +211,7 @@ hpg_capture_self(StringInfo out, bool identity)
 	hpg_dump_path(path, sizeof(path), "self");
 	PG_TRY();
 	{
-		int			rc = hpj_dump(path);
-
-		if (rc != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_IO_ERROR),
-					 errmsg("jemalloc could not write the heap profile to \"%s\": %s",
-							path, strerror(rc)),
-					 errhint("Check free space and permissions of the data directory's %s folder.",
-							 DUMP_DIR)));
+		hpg_check_write(hpj_dump(path), "the heap profile", path, 0);
 		hpg_read_file(path, out, false);
 	}
 	PG_FINALLY();

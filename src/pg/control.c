@@ -221,11 +221,13 @@ heapprof_backends(PG_FUNCTION_ARGS)
 Datum
 heapprof_requests(PG_FUNCTION_ARGS)
 {
-	static const char *const ops[] = {"status", "enable", "disable", "reset", "dump"};
+	static const char *const ops[] = {"status", "enable", "disable", "reset", "dump", "record", "records"};
 	static const char *const states[] = {"free", "pending", "working", "done", "abandoned"};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	hpg_slot	copy[HPG_NSLOTS];
 
+	StaticAssertDecl(lengthof(ops) == HPG_OP_COUNT, "a name for every hpg_op");
+	StaticAssertDecl(lengthof(states) == SLOT_STATE_COUNT, "a name for every hpg_slot_state");
 	InitMaterializedSRF(fcinfo, 0);
 	if (hpg_shmem == NULL)
 		return (Datum) 0;
@@ -247,8 +249,8 @@ heapprof_requests(PG_FUNCTION_ARGS)
 		values[1] = role ? CStringGetTextDatum(role) : (Datum) 0;
 		nulls[1] = role == NULL;
 		values[2] = Int32GetDatum(s->target);
-		values[3] = CStringGetTextDatum(ops[s->op]);
-		values[4] = CStringGetTextDatum(states[s->state]);
+		values[3] = CStringGetTextDatum((unsigned) s->op < HPG_OP_COUNT ? ops[s->op] : "?");
+		values[4] = CStringGetTextDatum((unsigned) s->state < SLOT_STATE_COUNT ? states[s->state] : "?");
 		values[5] = TimestampTzGetDatum(s->since);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

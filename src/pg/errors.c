@@ -20,6 +20,7 @@
 #include "utils/guc.h"
 #include "utils/varlena.h"
 
+#include "compat.h"
 #include "errors.h"
 
 /*
@@ -190,4 +191,34 @@ hpg_check_mallctl(int rc, const char *what)
 			(errcode(ERRCODE_SYSTEM_ERROR),
 			 errmsg("jemalloc could not %s: %s", what, strerror(rc)),
 			 errhint("Check heapprof_status() and the server log; the server's MALLOC_CONF may restrict profiling.")));
+}
+
+/*
+ * A file heapprof or jemalloc could not write under base/pgsql_tmp, in this
+ * process or in process pid (rc is then that process's errno): the SQLSTATE
+ * PostgreSQL gives its own file errors (ENOSPC: 53100 disk_full, EIO: 58030).
+ * EFAULT is prof.dump's answer when it gave no cause (jemalloc.c).
+ */
+void
+hpg_check_write(int rc, const char *what, const char *path, int pid)
+{
+	const char *hint = rc == ENOSPC || rc == EDQUOT ?
+		"Free space in the file system of the data directory's base/" PG_TEMP_FILES_DIR " folder: heapprof writes profiles there before reading them." :
+		"Check the data directory's base/" PG_TEMP_FILES_DIR " folder (permissions, file system) and the server log.";
+
+	if (rc == 0)
+		return;
+	if (rc == EFAULT)
+		ereport(ERROR,
+				(errcode(ERRCODE_IO_ERROR),
+				 pid ? errmsg("process %d could not write %s \"%s\"", pid, what, path) :
+				 errmsg("could not write %s \"%s\"", what, path),
+				 errdetail("jemalloc gives no cause; it logs one line to the server's standard error."),
+				 errhint("%s", hint)));
+	errno = rc;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 pid ? errmsg("process %d could not write %s \"%s\": %m", pid, what, path) :
+			 errmsg("could not write %s \"%s\": %m", what, path),
+			 errhint("%s", hint)));
 }

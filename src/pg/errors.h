@@ -9,6 +9,9 @@
 /* Path named in hints; the Makefile finds it on the build machine. */
 #ifndef HEAPPROF_JEMALLOC_SO
 #define HEAPPROF_JEMALLOC_SO "libjemalloc.so.2"
+/* ERROR for a file that could not be written (rc an errno, pid 0: this process), SQLSTATE as PostgreSQL's. */
+extern void hpg_check_write(int rc, const char *what, const char *path, int pid);
+
 #endif
 
 #define HEAPPROF_MALLOC_CONF "prof:true,prof_active:false"
@@ -22,5 +25,8 @@ extern const char *hpg_state_message(hpj_state state);
 extern void hpg_require_profiling(void);
 /* ERROR for a failed mallctl call (rc an errno) on a process where profiling is usable. */
 extern void hpg_check_mallctl(int rc, const char *what);
+
+/* ERROR for a file that could not be written (rc an errno, pid 0: this process), SQLSTATE as PostgreSQL's. */
+extern void hpg_check_write(int rc, const char *what, const char *path, int pid);
 
 #endif

@@ -118,7 +118,7 @@ hpg_proc_dump(hpg_proc p, StringInfo out, bool identity)
 	PG_TRY();
 	{
 		hpg_request(p.pid, HPG_OP_DUMP, -1, path, &a);
-		hpg_check_answer(p.pid, &a, "write the heap profile");
+		hpg_check_file_answer(p.pid, &a, "the heap profile", path);
 		if (identity)
 			hpg_read_file(ids, out, false);
 		hpg_read_file(path, out, false);
@@ -248,7 +248,7 @@ hpg_proc_record(hpg_proc p, double seconds, StringInfo json, StringInfo ids, Str
 	PG_TRY();
 	{
 		hpg_request(p.pid, HPG_OP_RECORDS, -1, path, &a);
-		hpg_check_answer(p.pid, &a, "write its record of recent allocations");
+		hpg_check_file_answer(p.pid, &a, "its record of recent allocations", path);
 		*to = a.clock_ns;
 		hpg_read_file(path, json, false);
 		snprintf(file, sizeof(file), "%s.ids", path);

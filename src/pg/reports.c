@@ -46,24 +46,49 @@ PG_FUNCTION_INFO_V1(heapprof_allocations);
 
 typedef void (*emit_fn) (FunctionCallInfo fcinfo, const hp_result *r);
 
+/*
+ * Say why a report came out empty, from what is known rather than a guess:
+ * the filter when it left nothing of a profile that holds something, the
+ * window when it recorded nothing, else the profile's own emptiness.
+ */
 static void
 notice_if_empty(const hp_result *r, const hpg_report_args *a)
 {
+	const hp_graph *g = &r->graph;
+	bool		filtered = a->o.focus || a->o.ignore;
+	bool		active = false;
 	hpj_status	st;
 
-	if (r->graph.npaths > 0 && r->graph.local_total != 0)
+	if (g->npaths > 0 && g->local_total != 0)
 		return;
-	if ((a->o.focus || a->o.ignore) && r->graph.npaths == 0 && r->graph.total != 0)
+	if (filtered && g->npaths == 0 && g->total != 0)
 	{
 		ereport(NOTICE,
 				(errmsg("focus / ignore matched no stack of the heap profile"),
 				 errhint("The profile is not empty; heapprof_stacks() shows the frames the patterns are matched against (names, file:line, addresses).")));
 		return;
 	}
+	if (filtered && g->npaths > 0)
+	{
+		ereport(NOTICE,
+				(errmsg("the stacks focus / ignore kept sum to zero"),
+				 a->base ?
+				 errhint("Nothing changed in them between the base and the profile; without focus / ignore the report shows what changed.") :
+				 errhint("Their allocations and frees balance out; without focus / ignore the report shows the rest of the profile.")));
+		return;
+	}
+	if (a->seconds > 0)
+	{
+		ereport(NOTICE,
+				(errmsg("process %d made no sampled allocation during the window", a->proc.pid),
+				 hpg_published_active(a->proc.pid, &active) && active ?
+				 errhint("The window records the allocations made during it, on average one per sampling interval: a longer window or a busier process records more.") :
+				 errhint("Nothing is sampled in process %d: enable it with heapprof_enable(pid => %d) first.",
+						 a->proc.pid, a->proc.pid)));
+		return;
+	}
 	if (a->dump || a->base || !a->proc.self)
 	{
-		bool		active = false;
-
 		ereport(NOTICE,
 				(errmsg("the heap profile is empty"),
 				 a->base ? errhint("Nothing changed between the base and the profile.") :

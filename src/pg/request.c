@@ -360,3 +360,12 @@ hpg_check_answer(int pid, const hpg_answer *a, const char *what)
 				 errmsg("jemalloc in process %d could not %s: %s", pid, what, strerror(a->rc)),
 				 errhint("Check heapprof_status(pid => %d) and the server log.", pid)));
 }
+
+/* The answer to a request that writes files (HPG_OP_DUMP, HPG_OP_RECORDS) to path. */
+void
+hpg_check_file_answer(int pid, const hpg_answer *a, const char *what, const char *path)
+{
+	if (a->rc > 0)
+		hpg_check_write(a->rc, what, path, pid);
+	hpg_check_answer(pid, a, what);
+}

@@ -23,5 +23,7 @@ extern void hpg_reclaim_slots(void);
 
 /* ERROR for a request the target could not carry out. */
 extern void hpg_check_answer(int pid, const hpg_answer *a, const char *what);
+/* The same for a request that wrote what to path: a file error, SQLSTATE as PostgreSQL's. */
+extern void hpg_check_file_answer(int pid, const hpg_answer *a, const char *what, const char *path);
 
 #endif

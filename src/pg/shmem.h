@@ -22,7 +22,8 @@ typedef enum hpg_op
 	HPG_OP_RESET,
 	HPG_OP_DUMP,
 	HPG_OP_RECORD,				/* record recent allocations for arg ms from now */
-	HPG_OP_RECORDS				/* write them to path (and path.ids, path.maps) */
+	HPG_OP_RECORDS,				/* write them to path (and path.ids, path.maps) */
+	HPG_OP_COUNT				/* not an operation: the size of tables indexed by one */
 } hpg_op;
 
 /* The target's answer. */
@@ -41,7 +42,8 @@ typedef enum hpg_slot_state
 	SLOT_PENDING,				/* filled by a requester, not yet taken */
 	SLOT_WORKING,				/* taken by its target */
 	SLOT_DONE,					/* answered; the requester frees it */
-	SLOT_ABANDONED				/* requester gone while its target works; the target frees it */
+	SLOT_ABANDONED,				/* requester gone while its target works; the target frees it */
+	SLOT_STATE_COUNT			/* not a state: the size of tables indexed by one */
 } hpg_slot_state;
 
 typedef struct hpg_slot

@@ -54,7 +54,7 @@ entity(const char **p)
 {
 	static const char *const known[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
 
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (strncmp(*p, known[i], strlen(known[i])) == 0)
 		{
 			*p += strlen(known[i]);
