@@ -124,5 +124,6 @@ for my $f (@ARGV) {
 		}
 	}
 }
+print "discipline: " . scalar(@ARGV) . " files of src/ follow the catch, flush, return, table, errno and sqlstate rules\n" unless $fail;
 exit $fail;
 ' $(find src -name '*.c' -o -name '*.h' | sort)
