@@ -55,7 +55,8 @@ LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
 -- The processes heapprof can reach, to pick a pid.  active,
 -- allocated_bytes and sampling_since are what a process last published
--- (NULL until it took part in heapprof).
+-- (NULL until it took part in heapprof); they and state are NULL where
+-- pg_stat_activity would not show the caller the state.
 CREATE FUNCTION @extschema@.heapprof_backends()
 RETURNS TABLE(
     pid integer,
@@ -87,7 +88,8 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 -- every frame and aggregates.  Options:
 --   objects        count objects instead of bytes
 --   focus, ignore  keep / drop stacks with a frame matching a regular
---                  expression, as for the ~ operator (name, file:line, address)
+--                  expression, as for the ~ operator (name, file:line,
+--                  object+0xOFFSET; never a run-time address)
 --   fold           charge memory to the caller of PostgreSQL's allocator
 --                  (palloc, MemoryContextAlloc*, AllocSetAlloc, ...)
 --   base           subtract this stored profile, per symbolized stack

@@ -176,7 +176,8 @@ readme_sql() {
 	awk -v start="$1" 'index($0, start) == 1 { on = 1 } on && /^```sql/ { sql = 1; next }
 		sql && /^```/ { exit } sql' "$HP_TOP/README.md" | sed 's/app_debugger/hp_dbg/g'
 }
-q -c "$(readme_sql 'role profile its own sessions:')" -c "$(readme_sql 'The complete grant for each workflow')" >/dev/null
+q -c "$(readme_sql 'role profile its own sessions:')" -c "$(readme_sql 'The complete grant for each workflow')" \
+	-c "$(readme_sql 'Three functions hand out' | sed 's/trusted_debugger/hp_dbg/g')" >/dev/null
 coproc DBG { PGUSER=hp_dbg psql -X -q -At -d postgres; }
 echo "SELECT pg_backend_pid();" >&"${DBG[1]}"
 read -r -t 10 dbg <&"${DBG[0]}"

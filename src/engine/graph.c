@@ -99,23 +99,33 @@ match(builder *b, void *pattern, const char *s)
 	return b->env->match(b->env->ctx, pattern, s);
 }
 
-/* Does any identity of this frame match?  jeprof tests pc, names and file:line. */
+/*
+ * Does any identity of this frame match: its names, its file:line, or
+ * "object+0xOFFSET", its place in its object?  Not its run-time address, as
+ * jeprof's pc: a pattern answers whether some frame matches, so a role
+ * allowed only reports would learn where the server's code is loaded
+ * (ASLR) by extending a hex prefix one digit at a time.
+ */
 static bool
-frame_matches(builder *b, void *pattern, uint64_t pc, const hp_symbol *sym)
+frame_matches(builder *b, void *pattern, const hp_symbol *sym)
 {
-	char		buf[32];
-	char		fileline[4096];
+	char		buf[4096];
 
-	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long) pc);
-	if (match(b, pattern, buf) || match(b, pattern, sym->name))
+	if (match(b, pattern, sym->name))
 		return true;
 	for (uint32_t k = 0; k < sym->ninlines; k++)
 		if (match(b, pattern, sym->inlines[k]))
 			return true;
+	if (sym->object)
+	{
+		snprintf(buf, sizeof(buf), "%s+0x%llx", sym->object, (unsigned long long) sym->offset);
+		if (match(b, pattern, buf))
+			return true;
+	}
 	if (sym->file)
 	{
-		snprintf(fileline, sizeof(fileline), "%s:%d", sym->file, sym->line);
-		return match(b, pattern, fileline);
+		snprintf(buf, sizeof(buf), "%s:%d", sym->file, sym->line);
+		return match(b, pattern, buf);
 	}
 	return false;
 }
@@ -159,9 +169,9 @@ classify_pcs(builder *b, const hp_profile *p, const hp_located *l, pc_table *t)
 			t->funcs[nout++] = intern_func(b, name, sym, k);
 		}
 		t->cut[i] = sym->allocator || folded(o, p, sym);
-		if (o->focus && can_match && frame_matches(b, o->focus, l->pcs[i], sym))
+		if (o->focus && can_match && frame_matches(b, o->focus, sym))
 			t->match[i] |= 1;
-		if (o->ignore && can_match && frame_matches(b, o->ignore, l->pcs[i], sym))
+		if (o->ignore && can_match && frame_matches(b, o->ignore, sym))
 			t->match[i] |= 2;
 	}
 	t->first[n] = (uint32_t) nout;

@@ -3,6 +3,9 @@
  */
 #include "locate.h"
 
+#include "maps.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +19,140 @@ u64_cmp(const void *x, const void *y)
 	uint64_t	b = *(const uint64_t *) y;
 
 	return (a > b) - (a < b);
+}
+
+/* An address outside every module, and its index in the located table. */
+typedef struct unmapped
+{
+	uint64_t	pc;
+	size_t		i;
+} unmapped;
+
+static int
+cmp_unmapped(const void *x, const void *y)
+{
+	uint64_t	a = ((const unmapped *) x)->pc;
+	uint64_t	b = ((const unmapped *) y)->pc;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * The first index from k on that no mapping labelled yet: next[k] == k for
+ * those, and the chains of labelled ones are shortened as they are walked.
+ */
+static size_t
+next_unlabelled(size_t *next, size_t k)
+{
+	size_t		r = k;
+
+	while (next[r] != r)
+		r = next[r];
+	while (next[k] != r)
+	{
+		size_t		t = next[k];
+
+		next[k] = r;
+		k = t;
+	}
+	return r;
+}
+
+/*
+ * The label of mapping m: a file's name, or its own "[vdso]"-like name, or
+ * "[anon]"; *base is what pc's offset counts from (a file: its offset 0).
+ */
+static void
+mapping_name(const hp_mapping *m, char *name, size_t size, uint64_t *base)
+{
+	const char *end = m->line + m->linelen;
+	const char *p = end;
+
+	*base = m->start;
+	if (m->path)
+	{
+		p = m->path + m->pathlen;
+		while (p > m->path && p[-1] != '/')
+			p--;
+		snprintf(name, size, "%.*s", (int) (m->path + m->pathlen - p), p);
+		*base = m->start - m->offset;
+		return;
+	}
+	while (p > m->line && p[-1] != ' ')
+		p--;
+	/* "[vdso]", "[anon:NAME]": letters, digits and "_.:-" only */
+	if (end - p >= 3 && end - p < 48 && *p == '[' && end[-1] == ']' &&
+		strspn(p + 1, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-") >=
+		(size_t) (end - p - 2))
+		snprintf(name, size, "%.*s", (int) (end - p), p);
+	else
+		snprintf(name, size, "[anon]");
+}
+
+/*
+ * Name code outside every module (JIT code, the vDSO) by its place in the
+ * mapping that holds it, "[anon]+0x1a0": its address would tell whoever
+ * reads a report where the process's memory is (ASLR).  The symbolizer
+ * labelled it "[unmapped]", which stays for an address in no mapping.
+ */
+static void
+label_unmapped(hp_arena *a, const hp_profile *p, hp_located *out)
+{
+	unmapped   *u = NULL;
+	size_t	   *next;
+	size_t		n = 0;
+	size_t		cap = 0;
+	const char *line = p->maps;
+	hp_mapping	m;
+	char		name[256];
+	char		label[300];
+
+	for (size_t i = 0; i < out->npcs; i++)
+		if (out->syms[i].object == NULL)
+		{
+			HP_RESERVE(a, u, cap, n);
+			u[n++] = (unmapped) {out->pcs[i], i};
+		}
+	if (n == 0)
+		return;
+	qsort(u, n, sizeof(*u), cmp_unmapped);
+	next = hp_alloc(a, (n + 1) * sizeof(size_t));
+	for (size_t k = 0; k <= n; k++)
+		next[k] = k;
+	while (hp_maps_next(&line, p->maps + p->maps_len, &m))
+	{
+		size_t		lo = 0;
+		size_t		hi = n;
+		uint64_t	base;
+
+		hp_work(a->env, 1);
+		/* the first unlabelled address at or above the mapping's start */
+		while (lo < hi)
+		{
+			size_t		mid = lo + (hi - lo) / 2;
+
+			if (u[mid].pc < m.start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		lo = next_unlabelled(next, lo);
+		if (lo == n || u[lo].pc >= m.end)
+			continue;
+		mapping_name(&m, name, sizeof(name), &base);
+		for (; lo < n && u[lo].pc < m.end; lo = next_unlabelled(next, lo))
+		{
+			hp_symbol  *sym = &out->syms[u[lo].i];
+
+			hp_work(a->env, 1);
+			snprintf(label, sizeof(label), "%s+0x%llx", name,
+					 (unsigned long long) (u[lo].pc - base));
+			sym->name = hp_strdup(a, label);
+			sym->object = hp_strdup(a, name);
+			sym->offset = u[lo].pc - base;
+			next[lo] = lo + 1;	/* an overlapping later line skips it */
+		}
+	}
 }
 
 void
@@ -78,6 +215,7 @@ hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_loca
 		hp_work(env, ADDRESS_WORK);
 		hp_symbolize(s, out->pcs[i], a, &out->syms[i]);
 	}
+	label_unmapped(a, p, out);
 }
 
 size_t

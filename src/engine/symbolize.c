@@ -640,20 +640,24 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 		hp_work(a->env, (s->index_bytes - before) / 64);
 	if (ix == NULL)
 	{
-		/* anonymous memory (JIT code), the vDSO, or outside every mapping */
-		snprintf(label, sizeof(label), "0x%llx", (unsigned long long) pc);
-		out->name = hp_strdup(a, label);
+		/*
+		 * Anonymous memory (JIT code), the vDSO, or outside every mapping:
+		 * never the address, which would give the process's layout away
+		 * (ASLR); the caller may name it by its place in its mapping.
+		 */
+		out->name = hp_strdup(a, "[unmapped]");
 		return;
 	}
 	judge(s, mod, ix);
 	out->object = hp_strdup(a, ix->object);
 	out->allocator = ix->allocator;
+	out->offset = pc - (ix->elf == NULL || ix->mismatch ? ix->low : ix->bias);
 	if (ix->elf == NULL || ix->mismatch)
 	{
 		/* no trustworthy file: an offset in the object, and why */
 		snprintf(label, sizeof(label), "%.*s+0x%llx%s%s%s",
 				 (int) sym_identity_name_len(ix->object), ix->object,
-				 (unsigned long long) (pc - ix->low), ix->mismatch ? " [" : "",
+				 (unsigned long long) out->offset, ix->mismatch ? " [" : "",
 				 ix->mismatch ? ix->mismatch : "", ix->mismatch ? "]" : "");
 		out->name = hp_strdup(a, label);
 		return;

@@ -27,6 +27,7 @@ typedef struct hp_symbol
 	const char **call_files;
 	int		   *call_lines;
 	const char *object;			/* object's file name, or NULL outside any */
+	uint64_t	offset;			/* pc's place in the object, as its labels count */
 	uint64_t	start;			/* run-time start of the function, 0 if unknown */
 	bool		allocator;		/* inside the object that defines mallctl */
 } hp_symbol;

@@ -166,7 +166,7 @@ get_regex(FunctionCallInfo fcinfo, int i, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_REGULAR_EXPRESSION),
 				 errmsg("invalid %s pattern: %s", name, e->message),
-				 errhint("%s takes a regular expression as the ~ operator does, matched against function names, source file:line and 16-digit addresses.", name)));
+				 errhint("%s takes a regular expression as the ~ operator does, matched against function names, source file:line and object+0xOFFSET (never run-time addresses).", name)));
 	}
 	PG_END_TRY();
 	return pattern;

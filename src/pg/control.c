@@ -11,8 +11,10 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "catalog/pg_authid_d.h"
 #include "miscadmin.h"
 #include "storage/procarray.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -151,12 +153,19 @@ state_name(BackendState state)
 	}
 }
 
-/* heapprof_backends(): the processes heapprof can reach, to pick a pid */
+/*
+ * heapprof_backends(): the processes heapprof can reach, to pick a pid.
+ * Everyone sees what pg_stat_activity shows everyone (pid, type, role,
+ * application); a process's state and what it published to heapprof only
+ * a role that pg_stat_activity shows its state to: one with the privileges
+ * of its role, or of pg_read_all_stats.
+ */
 Datum
 heapprof_backends(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			n = pgstat_fetch_stat_numbackends();
+	bool		all_stats = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	InitMaterializedSRF(fcinfo, 0);
 	hpg_publish_state();
@@ -184,10 +193,15 @@ heapprof_backends(PG_FUNCTION_ARGS)
 		values[2] = user ? CStringGetTextDatum(user) : (Datum) 0;
 		nulls[2] = user == NULL;
 		values[3] = CStringGetTextDatum(be->st_appname ? be->st_appname : "");
+		nulls[4] = nulls[5] = nulls[6] = nulls[7] = true;
+		if (!all_stats && !has_privs_of_role(GetUserId(), be->st_userid))
+		{
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			continue;
+		}
 		state = state_name(be->st_state);
 		values[4] = state ? CStringGetTextDatum(state) : (Datum) 0;
 		nulls[4] = state == NULL;
-		nulls[5] = nulls[6] = nulls[7] = true;
 		if (hpg_shmem)
 		{
 			hpg_published p = {0};

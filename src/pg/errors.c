@@ -173,12 +173,13 @@ hpg_require_profiling(void)
 
 	if (state == HPJ_USABLE)
 		return;
-	conf = getenv("MALLOC_CONF");
+	/* the server's environment is a setting: shown as its hint shows paths */
+	conf = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_SETTINGS) ? getenv("MALLOC_CONF") : NULL;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("%s", hpg_state_message(state)),
-			 state == HPJ_PROF_OFF ?
-			 errdetail("MALLOC_CONF is \"%s\".", conf ? conf : "") : 0,
+			 state == HPJ_PROF_OFF && conf ?
+			 errdetail("MALLOC_CONF is \"%s\".", conf) : 0,
 			 errhint("%s", hpg_setup_hint(state))));
 }
 

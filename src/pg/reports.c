@@ -65,7 +65,7 @@ notice_if_empty(const hp_result *r, const hpg_report_args *a)
 	{
 		ereport(NOTICE,
 				(errmsg("focus / ignore matched no stack of the heap profile"),
-				 errhint("The profile is not empty; heapprof_stacks() shows the frames the patterns are matched against (names, file:line, addresses).")));
+				 errhint("The profile is not empty; heapprof_stacks() shows the frames the patterns are matched against (names, file:line, object+0xOFFSET).")));
 		return;
 	}
 	if (filtered && g->npaths > 0)

@@ -230,7 +230,8 @@ t_locate(hp_arena *a, const hp_profile *p, const t_name *names, size_t nnames, h
 		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long) out->pcs[i]);
 		sym->name = hp_strdup(a, buf);
 		sym->start = out->pcs[i] & ~(uint64_t) 0xff;
-		sym->object = "prog";
+		sym->object = "prog";	/* loaded at 0x1000 */
+		sym->offset = out->pcs[i] - 0x1000;
 		for (size_t k = 0; k < nnames; k++)
 			if (names[k].pc == out->pcs[i])
 			{

@@ -150,9 +150,18 @@ main(void)
 	build(&o, false, &g);
 	T_CHECK("graph ignore", g.total == 208 && g.local_total == 188, "local %g", g.local_total);
 	o.ignore = NULL;
+	o.focus = "prog+0x4100";
+	build(&o, false, &g);
+	T_CHECK("graph focus matches object+offset", g.local_total == 7, "local %g", g.local_total);
+	/* run-time addresses would give the layout away one hex digit at a time */
 	o.focus = "0000000000005100";
 	build(&o, false, &g);
-	T_CHECK("graph focus matches addresses", g.local_total == 7, "local %g", g.local_total);
+	T_CHECK("graph focus never matches run-time addresses", g.local_total == 0,
+			"local %g", g.local_total);
+	o.focus = "5100";
+	build(&o, false, &g);
+	T_CHECK("graph focus never matches a run-time address's digits", g.local_total == 0,
+			"local %g", g.local_total);
 	o.focus = "inl";
 	build(&o, false, &g);
 	T_CHECK("graph focus matches inlined names", g.local_total == 7, "local %g", g.local_total);

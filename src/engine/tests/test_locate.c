@@ -56,6 +56,15 @@ static const char dump[] =
 	"@ 0x1000 0x3001\nt*: 1: 10 [0: 0]\n"
 	"MAPPED_LIBRARIES:\n";
 
+/* code outside every file: an anonymous mapping (JIT code), the vDSO, nothing */
+static const char anon_dump[] =
+	"heap_v2/1\n"
+	"@ 0x7f0000001010 0x7ffd00000401 0x5000\nt*: 1: 10 [0: 0]\n"
+	"MAPPED_LIBRARIES:\n"
+	"7f0000000000-7f0000010000 r-xp 00000000 00:00 0 \n"
+	"7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [vdso]\n"
+	"7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [evil\x01]\n";
+
 static hp_symbolizer *symbolizer;
 static hp_profile profile;
 
@@ -88,8 +97,22 @@ main(void)
 	T_CHECK("locate: distinct addresses in order", l.npcs == 3 && l.pcs[0] == 0x1000 &&
 			l.pcs[1] == 0x2000 && l.pcs[2] == 0x3000 && hp_located_index(&l, 0x3000) == 2 &&
 			hp_located_index(&l, 0x4000) == SIZE_MAX, "%zu addresses", l.npcs);
-	T_CHECK("locate: no maps, address labels", strcmp(l.syms[0].name, "0x1000") == 0 &&
+	T_CHECK("locate: no maps, no addresses in labels", strcmp(l.syms[0].name, "[unmapped]") == 0 &&
 			l.syms[0].object == NULL, "\"%s\"", l.syms[0].name);
+	{
+		hp_profile	ap;
+
+		if (t_parse(&a, anon_dump, &ap, err, sizeof(err)) != HP_OK)
+			t_fail("locate anonymous input", "%s", err);
+		hp_symbolize_profile(&a, symbolizer, &ap, &l);
+		T_CHECK("locate: code outside files is named by its place in its mapping, never its address",
+				l.npcs == 3 && strcmp(l.syms[0].name, "[anon]+0x1010") == 0 &&
+				strcmp(l.syms[1].name, "[vdso]+0x400") == 0 && l.syms[1].offset == 0x400 &&
+				strcmp(l.syms[1].object, "[vdso]") == 0 && strcmp(l.syms[2].name, "[unmapped]") == 0 &&
+				l.syms[2].object == NULL,
+				"\"%s\" \"%s\" \"%s\"", l.syms[0].name, l.npcs > 1 ? l.syms[1].name : "",
+				l.npcs > 2 ? l.syms[2].name : "");
+	}
 
 	/* a new session: unchanged maps would need no memory */
 	hp_symbolizer_free(symbolizer);

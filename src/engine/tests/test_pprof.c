@@ -21,6 +21,10 @@ static const char dump[] =
 	"7f0000000000-7f0000002000 r-xp 00000000 08:01 43 /nonexistent/lib.so\n"
 	"7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0 [stack]\n";
 
+static const char anon_maps[] =
+	"00400000-00404000 r-xp 00000000 00:00 0 \n"
+	"7effff000000-7f0000002000 r-xp 00000000 00:00 0 \n";
+
 typedef struct decoded
 {
 	long		samples;
@@ -169,10 +173,13 @@ main(void)
 	hp_arena_init(&a, &env.env);
 	if (t_parse(&a, dump, &p, err, sizeof(err)) != HP_OK)
 		t_fail("pprof input", "%s", err);
-	/* symbolized without maps (no file is opened); the mappings still come from them */
+	/*
+	 * symbolized with anonymous maps (no file is opened), "[anon]+0x..."
+	 * labels; the mappings still come from the dump's
+	 */
 	nomaps = p;
-	nomaps.maps = NULL;
-	nomaps.maps_len = 0;
+	nomaps.maps = anon_maps;
+	nomaps.maps_len = sizeof(anon_maps) - 1;
 	hp_symbolize_profile(&a, s, &nomaps, &pl);
 	hp_build_graph(&a, &p, &pl, NULL, NULL, &o, &g);
 	hp_buf_init(&out, &a);

@@ -1,11 +1,12 @@
 /*
  * test_render.c -- the whole pipeline on a fixed synthetic dump, against
  * golden files: text, dot, collapsed, top, flame graph, with and without a
- * base.  The maps section is empty, so the symbolizer (the real one) names
- * every frame by its address: deterministic on any machine.  The numbers
- * of the text and collapsed goldens are jeprof's on the same dump (jeprof
- * pads the addresses with zeros), but for whole-number rows, which add up to
- * the Total here (each within 1 of jeprof's).
+ * base.  The code is in one anonymous mapping, so the symbolizer (the real
+ * one) names every frame by its place there, "[anon]+0x1000": deterministic
+ * on any machine.  The numbers of the text and collapsed goldens are
+ * jeprof's on the same dump (jeprof names the frames by their addresses),
+ * but for whole-number rows, which add up to the Total here (each within 1
+ * of jeprof's).
  */
 #include "test.h"
 
@@ -30,7 +31,8 @@ static const char dump[] =
 	"  t*: 4: 262144 [0: 0]\n"
 	"@ 0x40b000 0x40a001 0x404001\n"
 	"  t*: 1: 1048576 [0: 0]\n"
-	"MAPPED_LIBRARIES:\n";
+	"MAPPED_LIBRARIES:\n"
+	"00400000-00410000 r-xp 00000000 00:00 0 \n";
 
 static const char base[] =
 	"heap_v2/524288\n"
@@ -40,7 +42,8 @@ static const char base[] =
 	"  t*: 100: 400 [0: 0]\n"
 	"@ 0x40c000 0x404001\n"
 	"  t*: 1: 2097152 [0: 0]\n"
-	"MAPPED_LIBRARIES:\n";
+	"MAPPED_LIBRARIES:\n"
+	"00400000-00410000 r-xp 00000000 00:00 0 \n";
 
 static t_env env;
 static hp_symbolizer *symbolizer;
