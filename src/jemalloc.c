@@ -203,8 +203,8 @@ hpj_reset(int lg_sample)
 /*
  * prof.dump answers EFAULT for any failure, so the cause is found here:
  * heapprof creates the file itself first (its open's errno, and a mode of
- * 0600, not through a link, never blocking on a FIFO; jemalloc's creat()
- * then truncates it), and after a failed write jemalloc leaves the write's
+ * 0600, never through a symbolic or a hard link, never blocking on a FIFO;
+ * jemalloc's creat() then truncates it), and after a failed write jemalloc leaves the write's
  * errno -- but formatting after the failure can overwrite it (ERANGE seen),
  * so only a write's errnos are trusted, then a full file system.  EFAULT
  * still means jemalloc gave no cause (its message goes to stderr).
@@ -223,7 +223,8 @@ hpj_dump(const char *path)
 	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, S_IRUSR | S_IWUSR);
 	if (fd < 0)
 		return errno;
-	rc = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EEXIST : 0;
+	/* a planted hard link would have jemalloc overwrite the file it names */
+	rc = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) || st.st_nlink != 1 ? EEXIST : 0;
 	close(fd);
 	if (rc != 0)
 		return rc;

@@ -17,7 +17,14 @@
 #  - a requester that exits after its window's answer leaves no file in
 #    base/pgsql_tmp;
 #  - a full peaks folder (tmpfs): heapprof_peak() says why (53100), and the
-#    peak is taken once there is room again.
+#    peak is taken once there is room again;
+#  - a drop held (gdb) while the name is dropped and persisted by another
+#    role refuses, and the other role's snapshot stays;
+#  - a FIFO and a hard link planted at a request's files in base/pgsql_tmp
+#    are never opened for writing: errors, the checkpointer never hangs, the
+#    linked file is intact;
+#  - a symbolic link in place of the peaks folder is not swept through at a
+#    crash restart; a folder out of inodes can still be emptied by a drop.
 set -euo pipefail
 cd "${HP_TOP:-$(dirname "$0")/..}"
 . tests/lib.sh
@@ -256,4 +263,78 @@ else
 	full="full-disk case skipped (needs root for tmpfs)"
 fi
 
-echo "store: names taken atomically (42710 in the race); $crashes kill -9 mid-publication left nothing and lost nothing; stale drafts swept, live ones counted; planted FIFOs and links ignored; oversized capture refused alone; window files removed at requester exit; $full"
+# -- 8. a drop removes the file it checked, never one stored under the name meanwhile
+step "8. drop against persist under the same name"
+q -c "GRANT EXECUTE ON FUNCTION heapprof_drop_snapshot(text), heapprof_snapshots() TO hp_bob" >/dev/null
+PGUSER=hp_bob q -c "SELECT heapprof_snapshot('hp_x', persist => true) >= 0" >/dev/null
+session 12 hp_bob
+s1=$spid
+rm -f "$w/go"
+bg_nofds gdb -p "$s1" -batch -ex 'break renameat2' -ex continue \
+	-ex "shell touch $w/held; while [ ! -e $w/go ]; do sleep 0.1; done" -ex continue > "$w/gdb.drop" 2>&1 &
+gdbpid=$!
+for _ in $(seq 100); do grep -q '^Breakpoint 1 at' "$w/gdb.drop" && break; sleep 0.1; done
+sleep 0.5
+echo "SELECT heapprof_drop_snapshot('hp_x');" >&12
+for _ in $(seq 100); do [ -e "$w/held" ] && break; sleep 0.1; done
+[ -e "$w/held" ] || fail "drop: gdb did not hold the first drop: $(cat "$w/gdb.drop")"
+PGUSER=hp_bob q -c "SELECT heapprof_drop_snapshot('hp_x')" >/dev/null
+PGUSER=hp_alice q -c "SELECT heapprof_snapshot('hp_x', persist => true) >= 0" >/dev/null
+touch "$w/go"
+wait "$gdbpid" || true
+lines 12 2
+grep -q "ERROR:  heap profile \"hp_x\" was replaced while it was being dropped" "$w/out12" ||
+	fail "a drop held across another drop and a persist: $(cat "$w/out12")"
+[ "$(q -c "SELECT owner FROM heapprof_snapshots() WHERE name = 'hp_x'")" = hp_alice ] ||
+	fail "the other role's snapshot was dropped: $(q -c "SELECT * FROM heapprof_snapshots()")"
+exec 12>&-
+no_drafts "drop"
+
+# -- 9. files planted in base/pgsql_tmp: never written through, never blocking
+step "9. a FIFO and a hard link planted at a request's files"
+session 13
+pid=$spid
+ckpt=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")
+as_os mkfifo "$data/base/pgsql_tmp/pgsql_tmp$pid.heapprof.remote.0.ids"
+as_os sh -c "echo precious > '$data/hp_victim'"
+# the session's dumps are numbered in order: remote.0, then self.1
+as_os ln "$data/hp_victim" "$data/base/pgsql_tmp/pgsql_tmp$pid.heapprof.self.1"
+echo "SET heapprof.request_timeout = '5s'; SELECT heapprof_enable(); SELECT count(*) FROM heapprof_top(pid => $ckpt); SELECT count(*) FROM heapprof_top(); SELECT 'done';" >&13
+for _ in $(seq 300); do grep -q '^done$' "$w/out13" && break; sleep 0.1; done
+grep -q '^done$' "$w/out13" || fail "planted files: the session did not finish: $(cat "$w/out13")"
+grep -q "ERROR" "$w/out13" || fail "planted files were used: $(cat "$w/out13")"
+[ "$(cat "$data/hp_victim")" = precious ] || fail "a hard link planted in base/pgsql_tmp was written through"
+timeout 20 psql -X -q -d postgres -c "CHECKPOINT" || fail "the checkpointer hangs on a FIFO planted at a request's file"
+rm -f "$data/hp_victim" "$data/base/pgsql_tmp/pgsql_tmp$pid".heapprof.*
+exec 13>&-
+
+# -- 10. a symbolic link in place of a folder is never swept through
+step "10. a symlinked peaks folder at a crash restart"
+mkdir -p "$w/elsewhere"
+echo keep > "$w/elsewhere/123.heap"
+chown -R "$HP_OSUSER" "$w/elsewhere"
+mv "$data/heapprof/peaks" "$data/heapprof/peaks.real"
+ln -s "$w/elsewhere" "$data/heapprof/peaks"
+session 14
+kill -9 "$spid"
+exec 14>&-
+sleep 1
+for _ in $(seq 300); do q -c "SELECT 1" >/dev/null 2>&1 && break; sleep 0.2; done
+[ -e "$w/elsewhere/123.heap" ] || fail "the crash restart swept through a symlinked peaks folder"
+rm "$data/heapprof/peaks"
+mv "$data/heapprof/peaks.real" "$data/heapprof/peaks"
+crashes=$((crashes + 1))
+
+# -- 11. a folder out of inodes can still be emptied
+if [ "$(id -u)" -eq 0 ]; then
+	step "11. drop in a snapshots folder out of inodes"
+	mount -t tmpfs -o size=64m,nr_inodes=4,mode=0700,uid="$(id -u "$HP_OSUSER")",gid="$(id -g "$HP_OSUSER")" tmpfs "$data/heapprof/snapshots"
+	mounted=$data/heapprof/snapshots
+	for i in 1 2 3 4 5; do q -c "SELECT heapprof_snapshot('hp_i$i', persist => true)" >/dev/null 2>&1 || break; done
+	out=$(q -c "SELECT heapprof_snapshot('hp_full', persist => true)" 2>&1) && fail "a persist into a folder out of inodes: $out"
+	q -c "SELECT heapprof_drop_snapshot('hp_i1')" >/dev/null || fail "a drop in a folder out of inodes failed"
+	umount "$mounted"
+	mounted=
+fi
+
+echo "store: names taken atomically (42710 in the race); $crashes kill -9 mid-publication left nothing and lost nothing; stale drafts swept, live ones counted; planted FIFOs and links ignored; oversized capture refused alone; window files removed at requester exit; $full; drop vs persist refused; planted FIFO, hard link and symlinked folder never used"

@@ -20,17 +20,20 @@
 
 #include "files.h"
 
-/* Read path into out; false if missing (and missing_ok) or, below ERROR, unusable. */
-static bool
-read_file(const char *path, StringInfo out, bool missing_ok, int elevel)
+/*
+ * Read path into out; returns the file, still open (a transient file: an
+ * error closes it), or -1 if missing (and missing_ok) or, below ERROR,
+ * unusable.  st: what fstat said of it.
+ */
+static int
+read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct stat *st)
 {
 	int			fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
-	struct stat st;
 	const char *why = NULL;
 	int			start = out->len;
 
 	if (fd < 0 && errno == ENOENT && missing_ok)
-		return false;
+		return -1;
 	if (fd < 0)
 	{
 		bool		link = errno == ELOOP;
@@ -45,13 +48,13 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel)
 					(errcode_for_file_access(),
 					 errmsg("could not open heap profile \"%s\": %m", path),
 					 errhint("Check the permissions of the data directory's heapprof folder.")));
-		return false;
+		return -1;
 	}
-	if (fstat(fd, &st) != 0)
+	if (fstat(fd, st) != 0)
 		why = "could not be examined";
-	else if (!S_ISREG(st.st_mode))
+	else if (!S_ISREG(st->st_mode))
 		why = "is not a regular file";
-	else if (st.st_size > HPG_MAX_FILE_BYTES)
+	else if (st->st_size > HPG_MAX_FILE_BYTES)
 		why = "is larger than 256 MB";
 	if (why)
 	{
@@ -60,7 +63,7 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("heap profile \"%s\" %s", path, why),
 				 errhint("Remove or move the file; heapprof only writes regular files there.")));
-		return false;
+		return -1;
 	}
 	for (;;)
 	{
@@ -87,27 +90,45 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel)
 				ereport(elevel,
 						(errcode(ERRCODE_DATA_CORRUPTED),
 						 errmsg("heap profile \"%s\" grew beyond 256 MB while being read", path)));
-			return false;
+			return -1;
 		}
 		if (n == 0)
 			break;
 		out->len += (int) n;
 		out->data[out->len] = '\0';
 	}
+	return fd;
+}
+
+/* read_file, closing the file: false if there was none to read */
+static bool
+read_and_close(const char *path, StringInfo out, bool missing_ok, int elevel)
+{
+	struct stat st;
+	int			fd = read_file(path, out, missing_ok, elevel, &st);
+
+	if (fd < 0)
+		return false;
 	CloseTransientFile(fd);
 	return true;
+}
+
+int
+hpg_read_file_open(const char *path, StringInfo out, struct stat *st)
+{
+	return read_file(path, out, true, ERROR, st);
 }
 
 bool
 hpg_read_file(const char *path, StringInfo out, bool missing_ok)
 {
-	return read_file(path, out, missing_ok, ERROR);
+	return read_and_close(path, out, missing_ok, ERROR);
 }
 
 bool
 hpg_read_file_or_warn(const char *path, StringInfo out)
 {
-	return read_file(path, out, true, WARNING);
+	return read_and_close(path, out, true, WARNING);
 }
 
 bool
@@ -134,7 +155,7 @@ hpg_write_all(int fd, const char *buf, size_t len)
 bool
 hpg_write_file(const char *path, const char *text, size_t len)
 {
-	int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | PG_BINARY, S_IRUSR | S_IWUSR);
+	int			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | PG_BINARY, S_IRUSR | S_IWUSR);
 	bool		ok;
 	int			save;
 

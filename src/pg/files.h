@@ -17,12 +17,24 @@
  */
 extern bool hpg_read_file(const char *path, StringInfo out, bool missing_ok);
 
+/*
+ * The same (missing_ok), but the file stays open: its descriptor (a
+ * transient file, closed by an error), -1 if missing; st as fstat says.
+ * Whoever must act on the very file that was read keeps it open: its inode
+ * cannot be reused meanwhile.
+ */
+struct stat;
+extern int	hpg_read_file_open(const char *path, StringInfo out, struct stat *st);
+
 /* The same for listings: false, with a WARNING, for anything unusable; silent if missing. */
 extern bool hpg_read_file_or_warn(const char *path, StringInfo out);
 
 /* Plain C (errno, never an error), so that a target process and process exit can use them. */
 extern bool hpg_write_all(int fd, const char *buf, size_t len);
-/* Create (or truncate) path with text, never through a link: a request's files in base/pgsql_tmp. */
+/*
+ * Create path with text: a new file (never an existing one, a link or a
+ * FIFO: EEXIST), for a request's files in base/pgsql_tmp.
+ */
 extern bool hpg_write_file(const char *path, const char *text, size_t len);
 
 #endif

@@ -172,6 +172,8 @@ keep(const char *text, size_t len)
 		(rc = hpg_draft_write(&d, text, len)) != 0 ||
 		(rc = hpg_draft_publish(&d, name, false)) != 0)
 		capture_failed(rc, HPG_CAPTURE_DIR);
+	/* again: captures other sessions published meanwhile count too */
+	hpg_store_prune(HPG_CAPTURE_DIR, max_captures, max_bytes);
 }
 
 /*

@@ -58,6 +58,7 @@
 static const char *const store_dirs[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_PEAK_DIR, HPG_CAPTURE_DIR};
 
 static shmem_startup_hook_type prev_shmem_startup_hook;
+static uint32 draft_seq;		/* the N of this process's next draft, tmp.PID.N */
 
 void
 hpg_check_name(const char *name)
@@ -313,32 +314,62 @@ write_failed(int rc, const char *dir, const char *name)
 			 errhint("Check free space and permissions of the data directory's %s folder; nothing was left behind.", dir)));
 }
 
+/*
+ * Move path aside to a fresh draft name in dir (aside), by a rename that
+ * needs no new inode: a full folder can still be emptied.  0 or an errno.
+ */
+static int
+move_aside(const char *path, const char *dir, char *aside)
+{
+	for (int attempt = 0; attempt < 100; attempt++)
+	{
+		snprintf(aside, MAXPGPATH, "%s/" HPG_DRAFT_PREFIX "%d.%u", dir, MyProcPid, draft_seq++);
+		if (renameat2(AT_FDCWD, path, AT_FDCWD, aside, RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno == EINVAL || errno == ENOSYS)
+		{
+			if (link(path, aside) == 0)
+				return unlink(path) == 0 ? 0 : errno;
+		}
+		if (errno != EEXIST)
+			return errno;
+	}
+	return EEXIST;
+}
+
+/* Rename from to to unless to exists (then false, from stays). */
+static bool
+put_back(const char *from, const char *to)
+{
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return true;
+	if (errno != EINVAL && errno != ENOSYS)
+		return false;
+	return link(from, to) == 0 && unlink(from) == 0;
+}
+
 bool
 hpg_store_drop(const char *dir, const char *name)
 {
 	char		path[MAXPGPATH];
+	char		aside[MAXPGPATH];
 	struct stat read_st;
 	struct stat moved_st;
 	StringInfoData prof;
-	hpg_draft	d;
+	int			fd;
 	int			rc;
 
 	hpg_store_path(path, dir, name);
-	if (lstat(path, &read_st) != 0)
-		return false;
 	initStringInfo(&prof);
-	if (!hpg_read_file(path, &prof, true))
+	/* kept open until the end: its inode cannot go to another file meanwhile */
+	if ((fd = hpg_read_file_open(path, &prof, &read_st)) < 0)
 		return false;
 	if (!hpg_can_read(prof.data, prof.len))
 		hpg_deny(name, "drop");
 	pfree(prof.data);
-	/* move it aside under a draft's name, then check it is the file that was read */
-	if ((rc = hpg_draft_open(&d, dir)) != 0 || (rc = hpg_draft_close(&d)) != 0)
-		write_failed(rc, dir, name);
-	if (rename(path, d.path) != 0)
+	if ((rc = move_aside(path, dir, aside)) != 0)
 	{
-		rc = errno;
-		hpg_draft_discard(&d);
+		CloseTransientFile(fd);
 		if (rc == ENOENT)
 			return false;		/* dropped meanwhile */
 		errno = rc;
@@ -346,21 +377,29 @@ hpg_store_drop(const char *dir, const char *name)
 				(errcode_for_file_access(),
 				 errmsg("could not remove heap profile \"%s\": %m", path)));
 	}
-	if (lstat(d.path, &moved_st) == 0 &&
-		(moved_st.st_ino != read_st.st_ino || moved_st.st_dev != read_st.st_dev))
+	if (lstat(aside, &moved_st) != 0 ||
+		moved_st.st_ino != read_st.st_ino || moved_st.st_dev != read_st.st_dev)
 	{
-		/* another file took the name since: put it back */
-		rc = renameat2(AT_FDCWD, d.path, AT_FDCWD, path, RENAME_NOREPLACE) == 0 ? 0 : errno;
-		if (rc == EINVAL || rc == ENOSYS)
-			rc = link(d.path, path) == 0 ? 0 : errno;
-		if (rc == 0)
-			hpg_draft_discard(&d);
+		/* another file took the name since it was read: put that one back */
+		char		kept[HPG_MAX_NAME + 1];
+
+		strlcpy(kept, name, sizeof(kept));
+		if (!put_back(aside, path))
+		{
+			/* the name was taken yet again: keep that file under a name of its own */
+			hpg_store_time_name(kept, sizeof(kept), "restored");
+			hpg_store_path(path, dir, kept);
+			(void) put_back(aside, path);
+		}
+		CloseTransientFile(fd);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("heap profile \"%s\" was replaced while it was being dropped", name),
+				 errdetail("The profile stored meanwhile is kept as \"%s\".", kept),
 				 errhint("Look at heapprof_snapshots() and try again.")));
 	}
-	hpg_draft_discard(&d);
+	unlink(aside);
+	CloseTransientFile(fd);
 	return true;
 }
 
@@ -430,8 +469,6 @@ hpg_store_usage(const char *dir, int64 *count, int64 *bytes)
 }
 
 /* ---- plain C: drafts and publication, also at process exit and in a target ---- */
-
-static uint32 draft_seq;
 
 /* Remove the draft, keeping errno. */
 void
@@ -610,27 +647,62 @@ hpg_store_time_name(char *name, size_t size, const char *kind)
 	snprintf(name, size, "%s.%06ldZ-%d-%s", stamp, (long) tv.tv_usec, MyProcPid, kind);
 }
 
+/* The number at *p (digits only, at most INT_MAX), ending where *end says; -1 if none. */
+static long
+number(const char *p, const char **end)
+{
+	long		v = 0;
+	const char *q = p;
+
+	for (; *q >= '0' && *q <= '9' && v <= INT_MAX; q++)
+		v = v * 10 + (*q - '0');
+	*end = q;
+	return q == p || v > INT_MAX ? -1 : v;
+}
+
 /*
- * The writer's pid if fname is a draft -- tmp.PID.N, or NAME.heap.tmpPID as
- * heapprof 1.0 named them -- else 0.
+ * The writer's pid if fname is a draft -- exactly tmp.PID.N, or
+ * NAME.heap.tmpPID as heapprof 1.0 named them -- else 0.  No profile file
+ * (NAME.heap) is ever one, whatever NAME.
  */
 static int
 draft_writer(const char *fname)
 {
 	const char *p;
-	char	   *end;
+	const char *end;
 	long		pid;
 
 	if (strncmp(fname, HPG_DRAFT_PREFIX, strlen(HPG_DRAFT_PREFIX)) == 0)
-		p = fname + strlen(HPG_DRAFT_PREFIX);
-	else if ((p = strstr(fname, HPG_SUFFIX ".tmp")) != NULL)
-		p += strlen(HPG_SUFFIX ".tmp");
-	else
+	{
+		pid = number(fname + strlen(HPG_DRAFT_PREFIX), &end);
+		if (pid <= 0 || *end != '.' || number(end + 1, &p) < 0 || *p != '\0')
+			return 0;
+		return (int) pid;
+	}
+	if ((p = strstr(fname, HPG_SUFFIX ".tmp")) == NULL)
 		return 0;
-	pid = strtol(p, &end, 10);
-	if (end == p || pid <= 0 || pid > INT_MAX || (*end != '\0' && *end != '.'))
-		return 0;
-	return (int) pid;
+	pid = number(p + strlen(HPG_SUFFIX ".tmp"), &end);
+	return pid > 0 && *end == '\0' ? (int) pid : 0;
+}
+
+/*
+ * Open a folder of the store for a sweep, or NULL: never through a link,
+ * neither heapprof/ nor dir (a DBA's symlinked folder is not emptied).
+ */
+static DIR *
+open_store_dir(const char *dir)
+{
+	struct stat st;
+	int			fd;
+	DIR		   *d;
+
+	if (lstat(HPG_STORE_DIR, &st) != 0 || !S_ISDIR(st.st_mode))
+		return NULL;
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) < 0)
+		return NULL;
+	if ((d = fdopendir(fd)) == NULL)
+		close(fd);
+	return d;
 }
 
 /* Is the draft's writer gone?  Its pid may be reused: then the draft waits. */
@@ -656,7 +728,7 @@ store_file_cmp(const void *a, const void *b)
 void
 hpg_store_prune(const char *dir, int max_count, int64 max_bytes)
 {
-	DIR		   *d = opendir(dir);
+	DIR		   *d = open_store_dir(dir);
 	struct dirent *de;
 	store_file *files = NULL;
 	size_t		n = 0;
@@ -720,9 +792,21 @@ hpg_store_prune(const char *dir, int max_count, int64 max_bytes)
 	free(files);
 }
 
+/* A peak's file, PID.heap, or one heapprof 1.0 left beside it (.ids, .new)? */
+static bool
+peak_file(const char *fname)
+{
+	const char *end;
+
+	return number(fname, &end) > 0 &&
+		(strcmp(end, HPG_SUFFIX) == 0 || strcmp(end, HPG_SUFFIX ".ids") == 0 ||
+		 strcmp(end, HPG_SUFFIX ".new") == 0 || strcmp(end, HPG_SUFFIX ".new.ids") == 0);
+}
+
 /*
  * At server start and after a crash no writer is running: remove every
  * draft, and every peak (each belongs to a process of the last run).
+ * Nothing else, and never through a link.
  */
 static void
 sweep_store(void)
@@ -730,7 +814,7 @@ sweep_store(void)
 	for (int i = 0; i < (int) lengthof(store_dirs); i++)
 	{
 		bool		peaks = strcmp(store_dirs[i], HPG_PEAK_DIR) == 0;
-		DIR		   *d = opendir(store_dirs[i]);
+		DIR		   *d = open_store_dir(store_dirs[i]);
 		struct dirent *de;
 
 		if (d == NULL)
@@ -739,8 +823,7 @@ sweep_store(void)
 		{
 			char		path[MAXPGPATH];
 
-			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-				(!peaks && draft_writer(de->d_name) == 0))
+			if (draft_writer(de->d_name) == 0 && !(peaks && peak_file(de->d_name)))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", store_dirs[i], de->d_name);
 			unlink(path);
