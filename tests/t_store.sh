@@ -89,7 +89,8 @@ crashed() {
 # no_drafts WHAT: no draft in any folder of the store, no peak of a process gone
 no_drafts() {
 	local left
-	left=$(cd "$data/heapprof" && find . -type f \( -name 'tmp.*' -o -name '*.tmp*' -o -path './peaks/*' \) | sort)
+	left=$(cd "$data/heapprof" && find . \( -path './peaks/*' -o -regextype posix-extended \
+		-regex '.*/(tmp\.[0-9]+\.[0-9]+|.*\.heap\.tmp[0-9]+)' \) -print | sort)
 	[ -z "$left" ] || fail "$1: left behind: $left"
 }
 # kept WHAT: the snapshot persisted first is still there, whole
@@ -175,12 +176,17 @@ step "3. drafts of writers that are gone are swept before a quota check; a runni
 dead=4000000
 while kill -0 "$dead" 2>/dev/null; do dead=$((dead + 1)); done
 as_os truncate -s 1M "$data/heapprof/snapshots/tmp.$dead.0" "$data/heapprof/snapshots/old.heap.tmp$dead"
+# profiles whose names look like drafts are profiles all the same
+q -c "SELECT heapprof_snapshot('tmp.$dead', persist => true) >= 0" \
+	-c "SELECT heapprof_snapshot('a.heap.tmp$dead', persist => true) >= 0" >/dev/null
 q -c "CREATE ROLE hp_bob LOGIN" \
 	-c "GRANT EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer) TO hp_bob" \
 	-c "ALTER ROLE hp_bob SET heapprof.max_snapshot_bytes = '20MB'" >/dev/null
 PGUSER=hp_bob q -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('hp_bob1', persist => true) > 0" >/dev/null
 [ ! -e "$data/heapprof/snapshots/tmp.$dead.0" ] && [ ! -e "$data/heapprof/snapshots/old.heap.tmp$dead" ] ||
 	fail "drafts of a writer that is gone were not swept: $(ls "$data/heapprof/snapshots")"
+[ "$(q -c "SELECT count(*) FROM heapprof_snapshots() WHERE name IN ('tmp.$dead', 'a.heap.tmp$dead')")" = 2 ] ||
+	fail "snapshots named like drafts were swept: $(ls "$data/heapprof/snapshots")"
 postmaster=$(head -n1 "$data/postmaster.pid")
 as_os truncate -s 30M "$data/heapprof/snapshots/tmp.$postmaster.0"
 out=$(PGUSER=hp_bob q -v VERBOSITY=verbose -c "SELECT heapprof_snapshot('hp_bob2', persist => true)" 2>&1) &&
