@@ -97,11 +97,14 @@ case $out in
 	*"NOTICE:  the stacks focus / ignore kept sum to zero"*"HINT:  Nothing changed in them between the base"*) ;;
 	*) bad "focus against a base: expected the kept stacks to sum to zero, got: $out" ;;
 esac
-# a window on a process that samples nothing records nothing (an idle one still
-# allocates to answer, and with a focus that would be the focus NOTICE)
-out=$(q -c "SELECT heapprof_disable(pid => $tgt)" -c "SELECT count(*) FROM heapprof_allocations(seconds => 0.2, pid => $tgt)" 2>&1)
+# a window on a process that never sampled records nothing (an idle one that
+# samples still allocates to answer, and with a focus that is the focus NOTICE)
+psql -X -q -At -d postgres -c "SET application_name = 'hp_err_unsampled'" -c "SELECT pg_sleep(120)" >/dev/null 2>&1 &
+pids+=($!)
+unsampled=$(session_pid hp_err_unsampled) || exit 1
+out=$(q -c "SELECT count(*) FROM heapprof_allocations(seconds => 0.2, pid => $unsampled)" 2>&1)
 case $out in
-	*"NOTICE:  process $tgt made no sampled allocation during the window"*) ;;
+	*"NOTICE:  process $unsampled made no sampled allocation during the window"*) ;;
 	*) bad "an idle window: expected no allocation during the window, got: $out" ;;
 esac
 

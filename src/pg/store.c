@@ -315,37 +315,37 @@ write_failed(int rc, const char *dir, const char *name)
 }
 
 /*
+ * Rename from to to unless to exists: 0, or an errno (EEXIST: from stays).
+ * Atomic with renameat2(RENAME_NOREPLACE); on a file system without it,
+ * link() refuses an existing name too.
+ */
+static int
+rename_new(const char *from, const char *to)
+{
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return errno;
+	if (link(from, to) != 0)
+		return errno;
+	return unlink(from) == 0 ? 0 : errno;
+}
+
+/*
  * Move path aside to a fresh draft name in dir (aside), by a rename that
  * needs no new inode: a full folder can still be emptied.  0 or an errno.
  */
 static int
 move_aside(const char *path, const char *dir, char *aside)
 {
-	for (int attempt = 0; attempt < 100; attempt++)
+	int			rc = EEXIST;
+
+	for (int attempt = 0; attempt < 100 && rc == EEXIST; attempt++)
 	{
 		snprintf(aside, MAXPGPATH, "%s/" HPG_DRAFT_PREFIX "%d.%u", dir, MyProcPid, draft_seq++);
-		if (renameat2(AT_FDCWD, path, AT_FDCWD, aside, RENAME_NOREPLACE) == 0)
-			return 0;
-		if (errno == EINVAL || errno == ENOSYS)
-		{
-			if (link(path, aside) == 0)
-				return unlink(path) == 0 ? 0 : errno;
-		}
-		if (errno != EEXIST)
-			return errno;
+		rc = rename_new(path, aside);
 	}
-	return EEXIST;
-}
-
-/* Rename from to to unless to exists (then false, from stays). */
-static bool
-put_back(const char *from, const char *to)
-{
-	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
-		return true;
-	if (errno != EINVAL && errno != ENOSYS)
-		return false;
-	return link(from, to) == 0 && unlink(from) == 0;
+	return rc;
 }
 
 bool
@@ -384,12 +384,12 @@ hpg_store_drop(const char *dir, const char *name)
 		char		kept[HPG_MAX_NAME + 1];
 
 		strlcpy(kept, name, sizeof(kept));
-		if (!put_back(aside, path))
+		if (rename_new(aside, path) != 0)
 		{
 			/* the name was taken yet again: keep that file under a name of its own */
 			hpg_store_time_name(kept, sizeof(kept), "restored");
 			hpg_store_path(path, dir, kept);
-			(void) put_back(aside, path);
+			(void) rename_new(aside, path);
 		}
 		CloseTransientFile(fd);
 		ereport(ERROR,
@@ -590,22 +590,10 @@ hpg_draft_publish(hpg_draft *d, const char *name, bool replace)
 		return draft_failed(d, rc);
 	d->fd = -1;
 	hpg_store_path(final, d->dir, name);
-	if (replace)
-		rc = rename(d->path, final);
-	else
-	{
-		/* the name is taken atomically or refused (EEXIST) */
-		rc = renameat2(AT_FDCWD, d->path, AT_FDCWD, final, RENAME_NOREPLACE);
-		if (rc != 0 && (errno == EINVAL || errno == ENOSYS))
-		{
-			/* a file system without it: link() refuses an existing name too */
-			rc = link(d->path, final);
-			if (rc == 0)
-				unlink(d->path);
-		}
-	}
+	/* a new name is taken atomically or refused (EEXIST) */
+	rc = replace ? (rename(d->path, final) == 0 ? 0 : errno) : rename_new(d->path, final);
 	if (rc != 0)
-		return draft_failed(d, 0);
+		return draft_failed(d, rc);
 	d->path[0] = '\0';
 	(void) sync_path(d->dir, true);
 	return 0;
