@@ -11,7 +11,9 @@
  * A dump may name one file in many ways (./ and // in its path, symlinks),
  * each a module of its own to libdwfl: the modules whose files are one on
  * disk (device, inode, size and time) share the indexes and libdw's debug
- * info of the first indexed, so a file is read once whatever its spellings.
+ * info of the first indexed, so a file is read once whatever its spellings
+ * -- and opened once: libdwfl keeps a descriptor per module it reads, and
+ * 1,024 of them exhaust a backend's.
  *
  * Index builds poll the analysis' interrupt, which may longjmp out of them
  * (a cancelled query): a module's index is used only once marked ready, and
@@ -244,6 +246,7 @@ unshare(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, vo
 	if (ix && ix->same)
 	{
 		ix->same = NULL;
+		ix->elf = NULL;
 		ix->ready = false;
 	}
 	return DWARF_CB_OK;
@@ -570,7 +573,7 @@ same_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, vo
 
 	(void) mod, (void) name, (void) base;
 	f->seen++;
-	if (o == NULL || o == f->ix || !o->ready || o->same || !o->keyed ||
+	if (o == NULL || o == f->ix || !o->ready || o->same || o->elf == NULL || !o->keyed ||
 		o->st.st_dev != a->st_dev || o->st.st_ino != a->st_ino ||
 		o->st.st_size != a->st_size || o->st.st_mtim.tv_sec != a->st_mtim.tv_sec ||
 		o->st.st_mtim.tv_nsec != a->st_mtim.tv_nsec)
@@ -579,14 +582,12 @@ same_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, vo
 	return DWARF_CB_ABORT;
 }
 
-/* An indexed module of the file on disk libdwfl read for ix, or NULL. */
+/* An indexed module of the file at path (ix's), or NULL. */
 static mod_index *
-same_file(hp_symbolizer *s, mod_index *ix, hp_env *env)
+same_file(hp_symbolizer *s, mod_index *ix, const char *file, hp_env *env)
 {
-	const char *file = NULL;
 	same_arg	f = {ix, NULL, 0};
 
-	dwfl_module_info(ix->mod, NULL, NULL, NULL, NULL, NULL, &file, NULL);
 	ix->keyed = file != NULL && stat(file, &ix->st) == 0;
 	if (!ix->keyed)
 		return NULL;
@@ -604,6 +605,7 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod, hp_env *env)
 	const char *path = dwfl_module_info(mod, &slot, &low, &high, NULL, NULL, NULL, NULL);
 	mod_index  *ix = *slot;
 	GElf_Addr	bias = 0;
+	GElf_Ehdr	eh;
 	Elf		   *elf;
 	const char *base;
 
@@ -631,11 +633,28 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod, hp_env *env)
 		ix->same = NULL;
 	}
 	hp_work(env, 1);
-	if ((elf = dwfl_module_getelf(mod, &bias)) != NULL)
+
+	/*
+	 * The maps' file indexed already, as a shared object (whose load bias
+	 * is its first address less a constant of the file): not opened again.
+	 * Not when a fetcher may replace the file by the build the process had.
+	 */
+	ix->same = s->fetcher.executable ? NULL : same_file(s, ix, ix->path, env);
+	if (ix->same && (gelf_getehdr(ix->same->elf, &eh) == NULL || eh.e_type != ET_DYN))
+		ix->same = NULL;
+	if (ix->same)
 	{
+		ix->elf = ix->same->elf;
+		ix->bias = ix->low + (ix->same->bias - ix->same->low);
+	}
+	else if ((elf = dwfl_module_getelf(mod, &bias)) != NULL)
+	{
+		const char *file = NULL;
+
 		ix->bias = bias;
 		ix->elf = elf;
-		if ((ix->same = same_file(s, ix, env)) == NULL)
+		dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &file, NULL);
+		if ((ix->same = same_file(s, ix, file, env)) == NULL)
 		{
 			sym_elf_index(env, mod, &ix->syms);
 			sym_ehframe_index(env, elf, &ix->fdes);
@@ -660,8 +679,9 @@ judge(hp_symbolizer *s, Dwfl_Module *mod, mod_index *ix)
 		snprintf(ix->evidence, sizeof(ix->evidence), "fetched by its recorded build-id");
 	}
 	else
-		ix->mismatch = sym_identity_check(&s->id, mod, ix->path, ix->low, ix->high, ix->elf,
-										  ix->bias, ix->evidence, sizeof(ix->evidence));
+		ix->mismatch = sym_identity_check(&s->id, ix->same ? ix->same->mod : mod, ix->path,
+										  ix->low, ix->high, ix->elf, ix->bias,
+										  ix->evidence, sizeof(ix->evidence));
 
 	/*
 	 * The process said where jemalloc was; else its name says so, or the
