@@ -7,7 +7,16 @@
 #    files, and polled no interrupt);
 #  - the largest the limit admits, stacks in 1,024 of those files, too;
 #    1,025 files is refused with 54000;
-#  - heapprof-report reads each within a few seconds, or refuses.
+#  - heapprof-report reads each within a few seconds, or refuses;
+#  - an object of 200,000 functions (src/engine/tests/gen_funcs.sh) whose
+#    every function is in a stack, and the same object named in 1,024
+#    spellings (./, //, a symlink) with a frame in each: the spellings are
+#    read within 5 s, named alike (each was indexed on its own: 1,024 times
+#    the work, ~50 s and GBs), and both end within 1 s of
+#    pg_terminate_backend;
+#  - focus and ignore patterns over those 200,000 frames, one of them a
+#    pathological regular expression: within statement_timeout, and gone
+#    within 1 s of pg_terminate_backend.
 set -euo pipefail
 cd "${HP_TOP:?}"
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
@@ -37,19 +46,21 @@ gen 120000 1024 modules
 gen 120000 1025 over
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
-summary=
-for name in maps modules; do
-	# within statement_timeout: it finishes, or the timeout fires
+# bounded NAME ARGS: heapprof_top(dump => 'hp_bounded_NAME', ARGS) under
+# statement_timeout = 2s finishes or is cancelled within 3 s (took), and a
+# backend running it ends within 1 s of pg_terminate_backend (gone)
+bounded() {
+	local name=$1 args=${2:+, $2} out start job tstart
 	start=$(ms)
 	out=$(q -c "SET statement_timeout = '2s'" \
-		-c "SELECT count(*) FROM heapprof_top(dump => 'hp_bounded_$name')" 2>&1) ||
+		-c "SELECT count(*) FROM heapprof_top(dump => 'hp_bounded_$name'$args)" 2>&1) ||
 		grep -q "canceling statement due to statement timeout" <<<"$out" ||
 		{ echo "$name: $out"; exit 1; }
 	took=$(( $(ms) - start ))
 	[ "$took" -lt 3000 ] || { echo "$name: heapprof_top took $took ms under statement_timeout = 2s"; exit 1; }
 
 	# terminated while it reads (or done by then): gone within 1 s
-	q -c "SELECT count(*) FROM heapprof_top(dump => 'hp_bounded_$name')" >/dev/null 2>&1 &
+	q -c "SELECT count(*) FROM heapprof_top(dump => 'hp_bounded_$name'$args)" >/dev/null 2>&1 &
 	job=$!
 	sleep 0.3
 	q -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -63,6 +74,11 @@ for name in maps modules; do
 	gone=$(( $(ms) - tstart ))
 	[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%hp_bounded_$name%' AND pid <> pg_backend_pid()")" = 0 ] ||
 		{ echo "$name: a backend still reads it"; exit 1; }
+}
+
+summary=
+for name in maps modules; do
+	bounded "$name"
 
 	# offline
 	rstart=$(ms)
@@ -82,5 +98,54 @@ if timeout 10 ./heapprof-report --text "$w/over.heap" >/dev/null 2>"$w/err"; the
 	echo "heapprof-report accepted 1025 files"; exit 1
 fi
 grep -q "more than 1024 mapped files" "$w/err" || { echo "heapprof-report: $(cat "$w/err")"; exit 1; }
+
+# a hostile object, readable by the server
+chmod 755 "$w"
+sh src/engine/tests/gen_funcs.sh 200000 "$w"
+ln -s libhpfuncs.so "$w/link.so"
+as_os sh -c 'umask 077 && cat >"$0"' "$snaps/hp_bounded_object.heap" <"$w/funcs.heap"
+# the object in 1,024 spellings, a frame of its first stack in each
+awk -v dir="$w" '
+	/^@/ && !pc { pc = substr($2, 7) }
+	/^MAPPED_LIBRARIES:/ { maps = 1; next }
+	maps { end = substr($1, index($1, "-") + 5) }
+	END {
+		printf "heap_v2/524288\n  t*: 1: 100 [0: 0]\n@"
+		for (k = 0; k < 1024; k++) printf " 0x7%03x%s", k, pc
+		printf "\n  t*: 1: 100 [0: 0]\n\nMAPPED_LIBRARIES:\n"
+		for (k = 0; k < 1024; k++) {
+			p = dir
+			for (j = 0; j < k % 32; j++) p = p "/."
+			for (j = 0; j < int(k / 64); j++) p = p "/"
+			printf "7%03x00000000-7%03x%s r-xp 00000000 08:01 %d %s\n", k, k,
+				end, k + 1, p (int(k / 32) % 2 ? "/link.so" : "/libhpfuncs.so")
+		} }' "$w/funcs.heap" >"$w/spellings.heap"
+as_os sh -c 'umask 077 && cat >"$0"' "$snaps/hp_bounded_spellings.heap" <"$w/spellings.heap"
+
+# read whole, named alike in every spelling
+start=$(ms)
+names=$(q -c "SET statement_timeout = '5s'" \
+	-c "SELECT count(*), count(DISTINCT function) FROM heapprof_top(n => 2000, fold => false, dump => 'hp_bounded_spellings')" 2>&1) ||
+	{ echo "spellings: $names"; exit 1; }
+spelled=$(( $(ms) - start ))
+grep -qx "1|1" <<<"$names" || { echo "spellings: $names functions"; exit 1; }
+rstart=$(ms)
+timeout 10 ./heapprof-report --text "$w/spellings.heap" >"$w/out" ||
+	{ echo "spellings: heapprof-report failed or ran past 10 s"; exit 1; }
+rtook=$(( $(ms) - rstart ))
+[ "$rtook" -lt 5000 ] || { echo "spellings: heapprof-report took $rtook ms"; exit 1; }
+grep -q "hp_fn_" "$w/out" || { echo "spellings: no function named"; cat "$w/out"; exit 1; }
+summary="$summary 1024 spellings: top ${spelled} ms, report ${rtook} ms;"
+for name in spellings object; do
+	bounded "$name"
+	summary="$summary $name: ${took} ms, gone ${gone} ms;"
+done
+
+# focus over 200,000 distinct frames; a pathological pattern (nested
+# quantifiers and back references) is cancelled and terminated as well
+for pat in '^hp_fn_1.*7$' '^(([a-z_0-9]+)+)+\2\2\2x'; do
+	bounded object "focus => '$pat', ignore => '$pat' || '0'"
+	summary="$summary focus $pat: ${took} ms, gone ${gone} ms;"
+done
 
 echo "bounded: 120000 maps lines;$summary 1025 files refused (54000)"

@@ -6,7 +6,9 @@
  * inlined_subroutine range goes to a sorted array by how many such DIEs
  * enclose it (gimli-addr2line's design), and a lookup binary-searches one
  * depth after the other.  CU offsets repeat across modules, so each module
- * has its own table.
+ * has its own table.  A walk counts its DIEs through the analysis' env,
+ * whose interrupt may longjmp out: the CU's entry is in the table already,
+ * marked unfinished, and walked again from scratch when next looked up.
  */
 #include "sym_internal.h"
 
@@ -27,6 +29,7 @@ struct sym_cu
 	size_t		nlevel[SYM_MAX_INLINE_DEPTH];
 	size_t		cap[SYM_MAX_INLINE_DEPTH];
 	size_t		bytes;
+	bool		done;			/* walked and sorted */
 };
 
 static bool
@@ -48,7 +51,7 @@ push_range(sym_cu *ci, int depth, uint64_t lo, uint64_t hi, Dwarf_Off die)
 
 /* Record the code ranges below die; depth counts enclosing function DIEs. */
 static void
-walk_cu(Dwarf_Die *die, int depth, int nesting, sym_cu *ci)
+walk_cu(hp_env *env, Dwarf_Die *die, int depth, int nesting, sym_cu *ci)
 {
 	Dwarf_Die	child;
 
@@ -59,6 +62,7 @@ walk_cu(Dwarf_Die *die, int depth, int nesting, sym_cu *ci)
 		int			tag = dwarf_tag(&child);
 		bool		code = tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
 
+		hp_work(env, 1);
 		if (code && depth < SYM_MAX_INLINE_DEPTH)
 		{
 			Dwarf_Addr	base;
@@ -67,13 +71,17 @@ walk_cu(Dwarf_Die *die, int depth, int nesting, sym_cu *ci)
 			ptrdiff_t	off = 0;
 
 			while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0)
-				if (hi > lo)	/* compilers emit empty ranges; they break the search */
+			{
+				hp_work(env, 1);
+				/* compilers emit empty ranges; they break the search */
+				if (hi > lo)
 					push_range(ci, depth, lo, hi, dwarf_dieoffset(&child));
+			}
 		}
 		if (code || tag == DW_TAG_lexical_block || tag == DW_TAG_namespace ||
 			tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
 			tag == DW_TAG_union_type)
-			walk_cu(&child, depth + (code ? 1 : 0), nesting + 1, ci);
+			walk_cu(env, &child, depth + (code ? 1 : 0), nesting + 1, ci);
 	} while (dwarf_siblingof(&child, &child) == 0);
 }
 
@@ -89,9 +97,33 @@ fn_range_cmp(const void *a, const void *b)
 	return (x->die > y->die) - (x->die < y->die);
 }
 
+/* Walk the CU into ci, from scratch. */
+static void
+index_cu(hp_env *env, sym_cu *ci, Dwarf_Die *cu)
+{
+	for (int d = 0; d < SYM_MAX_INLINE_DEPTH; d++)
+	{
+		free(ci->level[d]);
+		ci->level[d] = NULL;
+		ci->nlevel[d] = ci->cap[d] = 0;
+	}
+	ci->bytes = 0;
+	walk_cu(env, cu, 0, 0, ci);
+	for (int d = 0; d < SYM_MAX_INLINE_DEPTH; d++)
+		if (ci->nlevel[d] > 1)
+		{
+			/* qsort polls nothing: its n log n counted before */
+			for (size_t m = ci->nlevel[d]; m > 1; m /= 2)
+				hp_work(env, ci->nlevel[d]);
+			qsort(ci->level[d], ci->nlevel[d], sizeof(fn_range), fn_range_cmp);
+		}
+	ci->bytes += sizeof(*ci);
+	ci->done = true;
+}
+
 /* The index of the CU, built on first use; NULL without memory. */
 static sym_cu *
-cu_lookup(sym_cus *cus, Dwarf_Die *cu)
+cu_lookup(hp_env *env, sym_cus *cus, Dwarf_Die *cu)
 {
 	Dwarf_Off	off = dwarf_dieoffset(cu);
 	size_t		i;
@@ -118,20 +150,21 @@ cu_lookup(sym_cus *cus, Dwarf_Die *cu)
 	}
 	for (i = off & (cus->nslots - 1); cus->slots[i]; i = (i + 1) & (cus->nslots - 1))
 		if (cus->slots[i]->cu == off)
-			return cus->slots[i];
-
-	ci = calloc(1, sizeof(*ci));
+			break;
+	ci = cus->slots[i];
+	if (ci && ci->done)
+		return ci;
 	if (ci == NULL)
-		return NULL;
-	ci->cu = off;
-	walk_cu(cu, 0, 0, ci);
-	for (int d = 0; d < SYM_MAX_INLINE_DEPTH; d++)
-		if (ci->nlevel[d] > 1)
-			qsort(ci->level[d], ci->nlevel[d], sizeof(fn_range), fn_range_cmp);
-	ci->bytes += sizeof(*ci);
+	{
+		if ((ci = calloc(1, sizeof(*ci))) == NULL)
+			return NULL;
+		ci->cu = off;
+		cus->slots[i] = ci;
+		cus->n++;
+	}
+	/* new, or a walk cut short by an interrupt */
+	index_cu(env, ci, cu);
 	cus->bytes += ci->bytes;
-	cus->slots[i] = ci;
-	cus->n++;
 	return ci;
 }
 
@@ -189,7 +222,7 @@ call_site(Dwarf_Die *cu, Dwarf_Die *die, sym_level *out)
 
 /* Depth 0 is the real function, each deeper range an inlined call inside it. */
 int
-sym_dwarf_chain(sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
+sym_dwarf_chain(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
 				sym_level levels[SYM_MAX_INLINE_DEPTH])
 {
 	Dwarf_Addr	bias;
@@ -199,7 +232,7 @@ sym_dwarf_chain(sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
 	int			k = 0;
 
 	if (cu == NULL || (dw = dwfl_module_getdwarf(mod, &bias)) == NULL ||
-		(ci = cu_lookup(cus, cu)) == NULL)
+		(ci = cu_lookup(env, cus, cu)) == NULL)
 		return 0;
 	for (int d = 0; d < SYM_MAX_INLINE_DEPTH; d++)
 	{

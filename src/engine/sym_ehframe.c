@@ -5,7 +5,9 @@
  * address outside every symbol can be labelled "object+0xSTART" with its
  * function's true start.  libdw's dwarf_frame_info gives CFI rows, not FDE
  * ranges, so the section is walked with dwarf_next_cfi and each FDE's
- * initial location and range decoded here (x86-64 objects only).
+ * initial location and range decoded here (x86-64 objects only).  Work is
+ * counted per entry through the analysis' env, whose interrupt may longjmp
+ * out: everything allocated so far is then in the index, freed with it.
  */
 #include "sym_internal.h"
 
@@ -113,14 +115,8 @@ fde_cmp(const void *a, const void *b)
 	return (x->hi > y->hi) - (x->hi < y->hi);
 }
 
-typedef struct cie_enc
-{
-	Dwarf_Off	offset;
-	uint8_t		enc;
-} cie_enc;
-
 void
-sym_ehframe_index(Elf *elf, sym_fdes *ix)
+sym_ehframe_index(hp_env *env, Elf *elf, sym_fdes *ix)
 {
 	size_t		shstrndx;
 	Elf_Scn    *scn = NULL;
@@ -130,7 +126,6 @@ sym_ehframe_index(Elf *elf, sym_fdes *ix)
 	Dwarf_Off	off = 0;
 	Dwarf_Off	next;
 	Dwarf_CFI_Entry entry;
-	cie_enc    *cies = NULL;
 	size_t		ncies = 0;
 	size_t		ciecap = 0;
 	size_t		cap = 0;
@@ -156,17 +151,18 @@ sym_ehframe_index(Elf *elf, sym_fdes *ix)
 
 	while (dwarf_next_cfi(ident, data, true, off, &next, &entry) == 0)
 	{
+		hp_work(env, 1);
 		if (dwarf_cfi_cie_p(&entry))
 		{
 			if (ncies == ciecap)
 			{
-				cie_enc    *v = grow_array(cies, &ciecap, 8, sizeof(*v));
+				sym_cie    *v = grow_array(ix->cies, &ciecap, 8, sizeof(*v));
 
 				if (v == NULL)
 					break;
-				cies = v;
+				ix->cies = v;
 			}
-			cies[ncies++] = (cie_enc) {off, cie_fde_encoding(&entry.cie)};
+			ix->cies[ncies++] = (sym_cie) {off, cie_fde_encoding(&entry.cie)};
 		}
 		else
 		{
@@ -184,7 +180,7 @@ sym_ehframe_index(Elf *elf, sym_fdes *ix)
 			{
 				size_t		half = n / 2;
 
-				if (cies[c + half].offset < entry.fde.CIE_pointer)
+				if (ix->cies[c + half].offset < entry.fde.CIE_pointer)
 				{
 					c += half + 1;
 					n -= half + 1;
@@ -192,8 +188,8 @@ sym_ehframe_index(Elf *elf, sym_fdes *ix)
 				else
 					n = half;
 			}
-			if (c < ncies && cies[c].offset == entry.fde.CIE_pointer)
-				enc = cies[c].enc;
+			if (c < ncies && ix->cies[c].offset == entry.fde.CIE_pointer)
+				enc = ix->cies[c].enc;
 			if (read_encoded(enc, &p, end, shdr.sh_addr + (uint64_t) (p - (const uint8_t *) data->d_buf), &lo) &&
 				read_encoded(enc & 0x0f, &p, end, 0, &len) && len > 0)
 			{
@@ -212,16 +208,21 @@ sym_ehframe_index(Elf *elf, sym_fdes *ix)
 			break;
 		off = next;
 	}
-	free(cies);
+	free(ix->cies);
+	ix->cies = NULL;
+	ix->bytes += cap * sizeof(*ix->v);
+	/* qsort polls nothing: its n log n counted before */
+	for (size_t m = ix->n; m > 1; m /= 2)
+		hp_work(env, ix->n);
 	if (ix->n > 1)
 		qsort(ix->v, ix->n, sizeof(*ix->v), fde_cmp);
-	ix->bytes += cap * sizeof(*ix->v);
 }
 
 void
 sym_ehframe_free(sym_fdes *ix)
 {
 	free(ix->v);
+	free(ix->cies);
 }
 
 const sym_fde *

@@ -4,7 +4,10 @@
  * libdwfl's own per-address lookup scans the whole symbol table on every
  * call (elfutils 0.188).  A name is given only when a symbol's [value, value
  * + size) contains the address; sizeless assembly labels name code after
- * them only up to the next real function boundary.
+ * them only up to the next real function boundary.  Work is counted per
+ * symbol through the analysis' env, whose interrupt may longjmp out: the
+ * arrays are then the index's own (freed with it), and the caller keeps the
+ * index marked unfinished until this returns.
  */
 #include "sym_internal.h"
 
@@ -64,12 +67,15 @@ push_sym(sym_range **v, size_t *n, size_t *cap, sym_range r)
 
 /* Sort, and keep the preferred name of each group of aliases. */
 static void
-sort_syms(sym_range *v, size_t *n)
+sort_syms(hp_env *env, sym_range *v, size_t *n)
 {
 	size_t		k = 0;
 
 	if (*n == 0)
 		return;
+	/* qsort polls nothing: its n log n counted before */
+	for (size_t m = *n; m > 1; m /= 2)
+		hp_work(env, *n);
 	qsort(v, *n, sizeof(*v), sym_cmp);
 	for (size_t i = 0; i < *n; i++)
 		if (k == 0 || v[i].lo != v[k - 1].lo || v[i].hi != v[k - 1].hi)
@@ -78,7 +84,7 @@ sort_syms(sym_range *v, size_t *n)
 }
 
 void
-sym_elf_index(Dwfl_Module *mod, sym_symbols *ix)
+sym_elf_index(hp_env *env, Dwfl_Module *mod, sym_symbols *ix)
 {
 	int			n = dwfl_module_getsymtab(mod);
 	size_t		cap = 0;
@@ -95,6 +101,7 @@ sym_elf_index(Dwfl_Module *mod, sym_symbols *ix)
 		int			type = GELF_ST_TYPE(sym.st_info);
 		sym_range	r;
 
+		hp_work(env, 1);
 		/* a name offset outside the string table gives NULL */
 		if (name == NULL || name[0] == '\0' || shndx == SHN_UNDEF || shndx == SHN_ABS)
 			continue;
@@ -118,9 +125,9 @@ sym_elf_index(Dwfl_Module *mod, sym_symbols *ix)
 			}
 		}
 	}
-	sort_syms(ix->syms, &ix->nsyms);
-	sort_syms(ix->labels, &ix->nlabels);
 	ix->bytes += (cap + lcap) * sizeof(sym_range);
+	sort_syms(env, ix->syms, &ix->nsyms);
+	sort_syms(env, ix->labels, &ix->nlabels);
 }
 
 void

@@ -13,7 +13,10 @@
  * A session lives as long as its backend, across analyses, so everything
  * here is malloc'ed (with NULL checks), never in an analysis arena.  Running
  * out of memory while indexing leaves a smaller index: fewer names, never
- * wrong ones.
+ * wrong ones.  Index builds count their work through the analysis' env, so
+ * a backend's interrupt may longjmp out of one: whatever a build allocated
+ * is already reachable from its index, and an index is used only once its
+ * build returned (symbolize.c and sym_dwarf.c mark the unfinished ones).
  */
 #ifndef HEAPPROF_SYM_INTERNAL_H
 #define HEAPPROF_SYM_INTERNAL_H
@@ -57,7 +60,7 @@ typedef struct sym_symbols
 	size_t		bytes;
 } sym_symbols;
 
-extern void sym_elf_index(Dwfl_Module *mod, sym_symbols *ix);
+extern void sym_elf_index(hp_env *env, Dwfl_Module *mod, sym_symbols *ix);
 extern void sym_elf_free(sym_symbols *ix);
 /* The sized symbol containing pc, or NULL. */
 extern const sym_range *sym_elf_find(const sym_symbols *ix, uint64_t pc);
@@ -71,14 +74,21 @@ typedef struct sym_fde
 	uint64_t	hi;
 } sym_fde;
 
+typedef struct sym_cie
+{
+	Dwarf_Off	offset;
+	uint8_t		enc;			/* its FDEs' pointer encoding */
+} sym_cie;
+
 typedef struct sym_fdes
 {
 	sym_fde    *v;
 	size_t		n;
 	size_t		bytes;
+	sym_cie    *cies;			/* while building */
 } sym_fdes;
 
-extern void sym_ehframe_index(Elf *elf, sym_fdes *ix);
+extern void sym_ehframe_index(hp_env *env, Elf *elf, sym_fdes *ix);
 extern void sym_ehframe_free(sym_fdes *ix);
 /* The FDE whose range holds the file address addr, or NULL. */
 extern const sym_fde *sym_ehframe_find(const sym_fdes *ix, uint64_t addr);
@@ -112,7 +122,7 @@ typedef struct sym_level
  * The function containing pc (levels[0]) and the functions inlined into it
  * at pc, innermost last.  Returns how many, 0 when DWARF does not cover pc.
  */
-extern int	sym_dwarf_chain(sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
+extern int	sym_dwarf_chain(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
 							sym_level levels[SYM_MAX_INLINE_DEPTH]);
 extern void sym_dwarf_free(sym_cus *cus);
 

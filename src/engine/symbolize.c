@@ -7,6 +7,17 @@
  * userdata slot until a re-sync drops the module.  The indexes, the name
  * shortening and the file identity checks live in sym_*.c (see
  * sym_internal.h); this file composes them into one answer per address.
+ *
+ * A dump may name one file in many ways (./ and // in its path, symlinks),
+ * each a module of its own to libdwfl: the modules whose files are one on
+ * disk (device, inode, size and time) share the indexes and libdw's debug
+ * info of the first indexed, so a file is read once whatever its spellings
+ * -- and opened once: libdwfl keeps a descriptor per module it reads, and
+ * 1,024 of them exhaust a backend's.
+ *
+ * Index builds poll the analysis' interrupt, which may longjmp out of them
+ * (a cancelled query): a module's index is used only once marked ready, and
+ * one found unfinished is built again from scratch.
  */
 #include "sym_internal.h"
 
@@ -16,10 +27,16 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-typedef struct mod_index
+typedef struct mod_index mod_index;
+
+struct mod_index
 {
+	Dwfl_Module *mod;
+	bool		ready;			/* the file read and indexed, or shared */
+	size_t		counted;		/* its bytes in the symbolizer's index_bytes */
 	const char *path;			/* as in the maps (libdwfl's copy) */
 	const char *object;			/* its basename */
 	uint64_t	low;			/* first mapped address */
@@ -38,10 +55,14 @@ typedef struct mod_index
 	const char *mismatch;		/* why the file is not what was loaded, or NULL */
 	char		evidence[96];	/* what decided */
 	bool		allocator;
+	/* the file on disk libdwfl read, when stat could tell */
+	bool		keyed;
+	struct stat st;
+	mod_index  *same;			/* a module of the same file, whose indexes are used */
 	sym_symbols syms;
 	sym_fdes	fdes;
 	sym_cus		cus;
-} mod_index;
+};
 
 struct hp_symbolizer
 {
@@ -52,6 +73,7 @@ struct hp_symbolizer
 	unsigned	gen;			/* bumped by every sync and expect */
 	sym_names	names;
 	size_t		index_bytes;
+	bool		removed;		/* a module went at the last report */
 	hp_fetcher	fetcher;	/* all NULL: local files only */
 };
 
@@ -167,15 +189,35 @@ index_size(const mod_index *ix)
 	return sizeof(*ix) + ix->syms.bytes + ix->fdes.bytes + ix->cus.bytes;
 }
 
+/* Count the index's bytes now in the symbolizer's total (an interrupted build's too). */
+static void
+account(hp_symbolizer *s, mod_index *ix)
+{
+	size_t		now = index_size(ix);
+
+	s->index_bytes = s->index_bytes - ix->counted + now;
+	ix->counted = now;
+}
+
+/* Free the index's tables, leaving it empty. */
+static void
+clear_index(mod_index *ix)
+{
+	sym_elf_free(&ix->syms);
+	sym_ehframe_free(&ix->fdes);
+	sym_dwarf_free(&ix->cus);
+	memset(&ix->syms, 0, sizeof(ix->syms));
+	memset(&ix->fdes, 0, sizeof(ix->fdes));
+	memset(&ix->cus, 0, sizeof(ix->cus));
+}
+
 static void
 free_index(hp_symbolizer *s, mod_index *ix)
 {
 	if (ix == NULL)
 		return;
-	s->index_bytes -= index_size(ix);
-	sym_elf_free(&ix->syms);
-	sym_ehframe_free(&ix->fdes);
-	sym_dwarf_free(&ix->cus);
+	s->index_bytes -= ix->counted;
+	clear_index(ix);
 	free(ix);
 }
 
@@ -190,6 +232,23 @@ removed_module(Dwfl_Module *mod, void *userdata, const char *name,
 
 	free_index(arg, *slot);
 	*slot = NULL;
+	((hp_symbolizer *) arg)->removed = true;
+	return DWARF_CB_OK;
+}
+
+/* After modules went: those sharing another's indexes find their file again. */
+static int
+unshare(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, void *arg)
+{
+	mod_index  *ix = *userdata;
+
+	(void) mod, (void) name, (void) base, (void) arg;
+	if (ix && ix->same)
+	{
+		ix->same = NULL;
+		ix->elf = NULL;
+		ix->ready = false;
+	}
 	return DWARF_CB_OK;
 }
 
@@ -475,7 +534,10 @@ hp_symbolizer_sync(hp_symbolizer *s, hp_arena *a, const char *maps, size_t len,
 		}
 	}
 	/* modules not reported again are freed, with their indexes */
+	s->removed = false;
 	dwfl_report_end(s->dwfl, removed_module, s);
+	if (s->removed)
+		dwfl_getmodules(s->dwfl, unshare, NULL, 0);
 
 	/*
 	 * ENOMEM: a line could not be read, -1: a module could not be added
@@ -495,8 +557,47 @@ hp_symbolizer_expect(hp_symbolizer *s, const hp_build_id *ids, size_t n,
 	return sym_identity_expect(&s->id, ids, n, allocator_base, calls, ncalls);
 }
 
+typedef struct same_arg
+{
+	mod_index  *ix;
+	mod_index  *found;
+	size_t		seen;
+} same_arg;
+
+static int
+same_cb(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, void *arg)
+{
+	same_arg   *f = arg;
+	const mod_index *o = *userdata;
+	const struct stat *a = &f->ix->st;
+
+	(void) mod, (void) name, (void) base;
+	f->seen++;
+	if (o == NULL || o == f->ix || !o->ready || o->same || o->elf == NULL || !o->keyed ||
+		o->st.st_dev != a->st_dev || o->st.st_ino != a->st_ino ||
+		o->st.st_size != a->st_size || o->st.st_mtim.tv_sec != a->st_mtim.tv_sec ||
+		o->st.st_mtim.tv_nsec != a->st_mtim.tv_nsec)
+		return DWARF_CB_OK;
+	f->found = (mod_index *) o;
+	return DWARF_CB_ABORT;
+}
+
+/* An indexed module of the file at path (ix's), or NULL. */
 static mod_index *
-module_index(hp_symbolizer *s, Dwfl_Module *mod)
+same_file(hp_symbolizer *s, mod_index *ix, const char *file, hp_env *env)
+{
+	same_arg	f = {ix, NULL, 0};
+
+	ix->keyed = file != NULL && stat(file, &ix->st) == 0;
+	if (!ix->keyed)
+		return NULL;
+	dwfl_getmodules(s->dwfl, same_cb, &f, 0);
+	hp_work(env, f.seen);
+	return f.found;
+}
+
+static mod_index *
+module_index(hp_symbolizer *s, Dwfl_Module *mod, hp_env *env)
 {
 	void	  **slot;
 	Dwarf_Addr	low = 0;
@@ -504,30 +605,63 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod)
 	const char *path = dwfl_module_info(mod, &slot, &low, &high, NULL, NULL, NULL, NULL);
 	mod_index  *ix = *slot;
 	GElf_Addr	bias = 0;
+	GElf_Ehdr	eh;
 	Elf		   *elf;
 	const char *base;
 
-	if (ix)
+	if (ix && ix->ready)
 		return ix;
-	ix = calloc(1, sizeof(*ix));
 	if (ix == NULL)
-		return NULL;
-	ix->path = path ? path : "?";
-	base = strrchr(ix->path, '/');
-	ix->object = base ? base + 1 : ix->path;
-	ix->low = low;
-	ix->high = high;
-	ix->gen = s->gen - 1;
-	ix->s = s;
-	*slot = ix;				/* find_elf reads it */
-	if ((elf = dwfl_module_getelf(mod, &bias)) != NULL)
 	{
+		ix = calloc(1, sizeof(*ix));
+		if (ix == NULL)
+			return NULL;
+		ix->mod = mod;
+		ix->path = path ? path : "?";
+		base = strrchr(ix->path, '/');
+		ix->object = base ? base + 1 : ix->path;
+		ix->low = low;
+		ix->high = high;
+		ix->gen = s->gen - 1;
+		ix->s = s;
+		*slot = ix;				/* find_elf reads it */
+	}
+	else
+	{
+		/* a build cut short, or the module it shared went: from scratch */
+		clear_index(ix);
+		ix->same = NULL;
+	}
+	hp_work(env, 1);
+
+	/*
+	 * The maps' file indexed already, as a shared object (whose load bias
+	 * is its first address less a constant of the file): not opened again.
+	 * Not when a fetcher may replace the file by the build the process had.
+	 */
+	ix->same = s->fetcher.executable ? NULL : same_file(s, ix, ix->path, env);
+	if (ix->same && (gelf_getehdr(ix->same->elf, &eh) == NULL || eh.e_type != ET_DYN))
+		ix->same = NULL;
+	if (ix->same)
+	{
+		ix->elf = ix->same->elf;
+		ix->bias = ix->low + (ix->same->bias - ix->same->low);
+	}
+	else if ((elf = dwfl_module_getelf(mod, &bias)) != NULL)
+	{
+		const char *file = NULL;
+
 		ix->bias = bias;
 		ix->elf = elf;
-		sym_elf_index(mod, &ix->syms);
-		sym_ehframe_index(elf, &ix->fdes);
+		dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &file, NULL);
+		if ((ix->same = same_file(s, ix, file, env)) == NULL)
+		{
+			sym_elf_index(env, mod, &ix->syms);
+			sym_ehframe_index(env, elf, &ix->fdes);
+		}
 	}
-	s->index_bytes += index_size(ix);
+	ix->ready = true;
+	account(s, ix);
 	return ix;
 }
 
@@ -545,8 +679,9 @@ judge(hp_symbolizer *s, Dwfl_Module *mod, mod_index *ix)
 		snprintf(ix->evidence, sizeof(ix->evidence), "fetched by its recorded build-id");
 	}
 	else
-		ix->mismatch = sym_identity_check(&s->id, mod, ix->path, ix->low, ix->high, ix->elf,
-										  ix->bias, ix->evidence, sizeof(ix->evidence));
+		ix->mismatch = sym_identity_check(&s->id, ix->same ? ix->same->mod : mod, ix->path,
+										  ix->low, ix->high, ix->elf, ix->bias,
+										  ix->evidence, sizeof(ix->evidence));
 
 	/*
 	 * The process said where jemalloc was; else its name says so, or the
@@ -554,7 +689,7 @@ judge(hp_symbolizer *s, Dwfl_Module *mod, mod_index *ix)
 	 */
 	ix->allocator = (s->id.allocator_base != 0 && ix->low == s->id.allocator_base) ||
 		strncmp(ix->object, "libjemalloc.so", strlen("libjemalloc.so")) == 0 ||
-		(ix->syms.defines_mallctl && ix->mismatch == NULL);
+		((ix->same ? ix->same : ix)->syms.defines_mallctl && ix->mismatch == NULL);
 }
 
 typedef struct verdicts_arg
@@ -589,14 +724,12 @@ hp_symbolizer_verdicts(hp_symbolizer *s,
 
 /* The function and its inline chain at pc from DWARF; false when DWARF does not cover pc. */
 static bool
-dwarf_frames(hp_symbolizer *s, mod_index *ix, Dwfl_Module *mod, uint64_t pc,
-			 hp_arena *a, hp_symbol *out)
+dwarf_frames(hp_symbolizer *s, mod_index *ix, uint64_t pc, hp_arena *a, hp_symbol *out)
 {
 	sym_level	lv[SYM_MAX_INLINE_DEPTH];
-	size_t		before = ix->cus.bytes;
-	int			k = sym_dwarf_chain(&ix->cus, mod, pc, lv);
+	int			k = sym_dwarf_chain(a->env, &ix->cus, ix->mod, pc, lv);
 
-	s->index_bytes += ix->cus.bytes - before;
+	account(s, ix);
 	if (k == 0 || lv[0].name == NULL)
 		return false;
 	/* lv[0] is the real function, lv[k - 1] the innermost inlined one */
@@ -626,18 +759,15 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, pc);
 	mod_index  *ix;
+	mod_index  *fx;				/* whose indexes name the file's code */
+	uint64_t	fpc;			/* pc in fx's module */
 	const sym_range *sym;
 	const sym_fde *fde;
 	Dwfl_Line  *line;
 	char		label[512];
-	size_t		before;
 
 	memset(out, 0, sizeof(*out));
-	before = s->index_bytes;
-	ix = mod ? module_index(s, mod) : NULL;
-	/* indexing is O(n log n) in what it keeps; it is complete here */
-	if (s->index_bytes > before)
-		hp_work(a->env, (s->index_bytes - before) / 64);
+	ix = mod ? module_index(s, mod, a->env) : NULL;
 	if (ix == NULL)
 	{
 		/*
@@ -663,7 +793,10 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 		return;
 	}
 
-	line = dwfl_module_getsrc(mod, pc);
+	/* the same file at fx's place: the same offset from its load bias */
+	fx = ix->same ? ix->same : ix;
+	fpc = pc - ix->bias + fx->bias;
+	line = dwfl_module_getsrc(fx->mod, fpc);
 	if (line)
 	{
 		const char *file = dwfl_lineinfo(line, NULL, &out->line, NULL, NULL, NULL);
@@ -672,12 +805,12 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 			out->file = hp_strdup(a, file);
 	}
 
-	sym = sym_elf_find(&ix->syms, pc);
-	fde = sym_ehframe_find(&ix->fdes, pc - ix->bias);
+	sym = sym_elf_find(&fx->syms, fpc);
+	fde = sym_ehframe_find(&fx->fdes, pc - ix->bias);
 	if (sym == NULL)
-		sym = sym_elf_label(&ix->syms, pc, fde ? fde->lo + ix->bias : UINT64_MAX);
-	out->start = sym ? sym->lo : fde ? fde->lo + ix->bias : 0;
-	if (line && dwarf_frames(s, ix, mod, pc, a, out))
+		sym = sym_elf_label(&fx->syms, fpc, fde ? fde->lo + fx->bias : UINT64_MAX);
+	out->start = sym ? sym->lo - fx->bias + ix->bias : fde ? fde->lo + ix->bias : 0;
+	if (line && dwarf_frames(s, fx, fpc, a, out))
 		return;
 	if (sym)
 	{
