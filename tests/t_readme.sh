@@ -8,7 +8,7 @@
 #    pprof file, Graphviz the dot file); the statement captures they make
 #    are removed afterwards.
 # The examples' other process is a session named myapp that keeps
-# allocating, and the grants go to a role app_debugger.
+# allocating, and the grants go to roles app_debugger and trusted_debugger.
 set -euo pipefail
 cd "$HP_TOP"
 db=hp_readme
@@ -19,14 +19,14 @@ cleanup() {
 	[ -n "${APP_PID:-}" ] && kill "$APP_PID" 2>/dev/null || true
 	q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$db'" >/dev/null 2>&1 || true
 	[ -n "${data:-}" ] && rm -f "$data"/heapprof/captures/*.heap || true
-	q -c "DROP DATABASE IF EXISTS $db" -c "DROP OWNED BY app_debugger" -c "DROP ROLE IF EXISTS app_debugger" \
-		>/dev/null 2>&1 || true
+	q -c "DROP DATABASE IF EXISTS $db" -c "DROP OWNED BY app_debugger, trusted_debugger" \
+		-c "DROP ROLE IF EXISTS app_debugger" -c "DROP ROLE IF EXISTS trusted_debugger" >/dev/null 2>&1 || true
 	rm -rf "$w"
 }
 trap cleanup EXIT
 data=$(q -c "SHOW data_directory")
 q -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" -c "DROP ROLE IF EXISTS app_debugger" \
-	-c "CREATE ROLE app_debugger LOGIN" >/dev/null
+	-c "DROP ROLE IF EXISTS trusted_debugger" -c "CREATE ROLE app_debugger LOGIN" -c "CREATE ROLE trusted_debugger LOGIN" >/dev/null
 
 awk -v dir="$w" '/^```sql$/ { p = 1; n++; next } /^```$/ { p = 0 } p { print > (dir "/all.sql") }
 	/^```sh$/ { s = 1; m++; f = sprintf("%s/sh%02d", dir, m); next } s && /^```$/ { s = 0 } s { print > f }' README.md

@@ -107,6 +107,9 @@ label_unmapped(hp_arena *a, const hp_profile *p, hp_located *out)
 	char		name[256];
 	char		label[300];
 
+	/* no maps: nothing to name them by (and no pointer arithmetic on NULL) */
+	if (p->maps == NULL)
+		return;
 	for (size_t i = 0; i < out->npcs; i++)
 		if (out->syms[i].object == NULL)
 		{
@@ -155,6 +158,50 @@ label_unmapped(hp_arena *a, const hp_profile *p, hp_located *out)
 	}
 }
 
+/* The slot of pc in l's index: where it is, or the empty one where it goes. */
+static size_t
+pc_slot(const hp_located *l, uint64_t pc)
+{
+	size_t		mask = l->nslots - 1;
+	/* Fibonacci hashing: addresses 16 bytes apart spread over every slot */
+	size_t		k = (size_t) ((pc * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & mask;
+
+	while (l->slots[k].i != 0 && l->slots[k].pc != pc)
+		k = (k + 1) & mask;
+	return k;
+}
+
+size_t
+hp_located_add(hp_arena *a, hp_located *l, uint64_t pc, bool *added)
+{
+	size_t		k;
+	bool		is_new;
+
+	if ((l->npcs + 1) * 2 > l->nslots)
+	{
+		size_t		n = l->nslots ? l->nslots * 2 : 1024;
+
+		if (n > UINT32_MAX)
+			hp_fail(a->env, HP_ELIMIT, "too many distinct addresses in the heap profile");
+		l->slots = hp_alloc(a, n * sizeof(hp_pc_slot));
+		memset(l->slots, 0, n * sizeof(hp_pc_slot));
+		l->nslots = n;
+		for (size_t i = 0; i < l->npcs; i++)
+			l->slots[pc_slot(l, l->pcs[i])] = (hp_pc_slot) {l->pcs[i], (uint32_t) (i + 1)};
+	}
+	k = pc_slot(l, pc);
+	is_new = l->slots[k].i == 0;
+	if (added)
+		*added = is_new;
+	if (is_new)
+	{
+		HP_RESERVE(a, l->pcs, l->cap, l->npcs);
+		l->pcs[l->npcs] = pc;
+		l->slots[k] = (hp_pc_slot) {pc, (uint32_t) (++l->npcs)};
+	}
+	return l->slots[k].i - 1;
+}
+
 void
 hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_located *out)
 {
@@ -166,7 +213,6 @@ hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_loca
 	size_t		ncalls = 0;
 
 	memset(out, 0, sizeof(*out));
-	hp_map_init(&out->index, a);
 	for (size_t i = 0; i < p->nsamples; i++)
 	{
 		const hp_sample *smp = &p->samples[i];
@@ -175,7 +221,7 @@ hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_loca
 		for (uint32_t j = 0; j < smp->npcs; j++)
 		{
 			bool		added;
-			size_t		k = hp_map_put(&out->index, &smp->pcs[j], sizeof(uint64_t), &added);
+			size_t		k = hp_located_add(a, out, smp->pcs[j], &added);
 
 			if (added)
 			{
@@ -185,16 +231,11 @@ hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_loca
 			caller[k] |= j > 0;
 		}
 	}
-	out->npcs = out->index.count;
-	out->pcs = hp_alloc(a, (out->npcs ? out->npcs : 1) * sizeof(uint64_t));
 	out->syms = hp_alloc(a, (out->npcs ? out->npcs : 1) * sizeof(hp_symbol));
 	calls = hp_alloc(a, (out->npcs ? out->npcs : 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < out->npcs; i++)
-	{
-		memcpy(&out->pcs[i], out->index.keys[i].key, sizeof(uint64_t));
 		if (caller[i])
 			calls[ncalls++] = out->pcs[i];
-	}
 	/* sorted: the identity checks look up a module's range */
 	hp_work(env, ncalls);
 	qsort(calls, ncalls, sizeof(uint64_t), u64_cmp);
@@ -221,5 +262,10 @@ hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_loca
 size_t
 hp_located_index(const hp_located *l, uint64_t pc)
 {
-	return hp_map_get(&l->index, &pc, sizeof(pc));
+	size_t		k;
+
+	if (l->nslots == 0)
+		return SIZE_MAX;
+	k = pc_slot(l, pc);
+	return l->slots[k].i ? l->slots[k].i - 1 : SIZE_MAX;
 }

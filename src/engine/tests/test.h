@@ -214,19 +214,15 @@ static inline void
 t_locate(hp_arena *a, const hp_profile *p, const t_name *names, size_t nnames, hp_located *out)
 {
 	memset(out, 0, sizeof(*out));
-	hp_map_init(&out->index, a);
 	for (size_t i = 0; i < p->nsamples; i++)
 		for (uint32_t j = 0; j < p->samples[i].npcs; j++)
-			hp_map_put(&out->index, &p->samples[i].pcs[j], sizeof(uint64_t), NULL);
-	out->npcs = out->index.count;
-	out->pcs = hp_alloc(a, (out->npcs + 1) * sizeof(uint64_t));
+			hp_located_add(a, out, p->samples[i].pcs[j], NULL);
 	out->syms = hp_alloc(a, (out->npcs + 1) * sizeof(hp_symbol));
 	for (size_t i = 0; i < out->npcs; i++)
 	{
 		hp_symbol  *sym = &out->syms[i];
 		char		buf[32];
 
-		memcpy(&out->pcs[i], out->index.keys[i].key, sizeof(uint64_t));
 		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long) out->pcs[i]);
 		sym->name = hp_strdup(a, buf);
 		sym->start = out->pcs[i] & ~(uint64_t) 0xff;

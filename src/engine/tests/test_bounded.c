@@ -148,6 +148,9 @@ generate(section s, size_t n, gen *g)
 		}
 	}
 	put(g, "\nMAPPED_LIBRARIES:\n");
+	if (s == STACKS)
+		/* code outside files (JIT): a name per address, by its place in the mapping */
+		put(g, "100000000000-100100000000 r-xp 00000000 00:00 0\n");
 	if (s == MAPS || s == PPROF)
 		for (size_t i = 0; i < n; i++)
 			put(g, "%llx-%llx r-xp 00000000 08:01 %zu          /nonexistent/heapprof/lib%zu.so\n",
