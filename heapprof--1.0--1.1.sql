@@ -75,7 +75,7 @@ JOIN pg_catalog.pg_depend d
 JOIN pg_catalog.pg_extension e
   ON e.oid OPERATOR(pg_catalog.=) d.refobjid
  AND e.extname OPERATOR(pg_catalog.=) 'heapprof'
-ORDER BY 1, 2::pg_catalog.text
+ORDER BY w.workflow, p.oid::pg_catalog.regprocedure::pg_catalog.text
 $$;
 
 -- The caller may grant: a superuser or a member of the extension's owner.
@@ -136,8 +136,8 @@ END
 $$;
 
 -- Undo heapprof_grant(role, workflows) (every workflow when none is named):
--- REVOKE EXECUTE on their functions that no workflow role keeps needs;
--- returns the functions revoked.
+-- REVOKE EXECUTE on those of their functions role holds that no workflow
+-- role keeps needs; returns the functions revoked.
 CREATE FUNCTION @extschema@.heapprof_revoke(role text, VARIADIC workflows text[] DEFAULT ARRAY['own', 'leaks', 'processes', 'history', 'trusted'])
 RETURNS SETOF regprocedure
 LANGUAGE plpgsql VOLATILE
@@ -149,8 +149,10 @@ DECLARE
 BEGIN
     DELETE FROM @extschema@.heapprof_grants g
     WHERE g.role OPERATOR(pg_catalog.=) r AND g.workflow OPERATOR(pg_catalog.=) ANY (workflows);
-    FOR f IN SELECT DISTINCT w.function FROM @extschema@.heapprof_workflows() w
+    FOR f IN SELECT DISTINCT w.function FROM @extschema@.heapprof_workflows() w,
+                    pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
              WHERE w.workflow OPERATOR(pg_catalog.=) ANY (workflows)
+               AND p.oid OPERATOR(pg_catalog.=) w.function AND a.grantee OPERATOR(pg_catalog.=) r
              EXCEPT
              SELECT w.function FROM @extschema@.heapprof_workflows() w
              JOIN @extschema@.heapprof_grants g ON g.workflow OPERATOR(pg_catalog.=) w.workflow
