@@ -7,13 +7,15 @@ SELECT pid = pg_backend_pid() AS own_pid, jemalloc, jemalloc_version ~ '^5\.' AS
        prof_enabled, active, sample_interval, allocated_bytes > 0 AS allocated,
        active_bytes >= allocated_bytes AS active_ge_allocated,
        resident_bytes > 0 AS resident,
-       hint IS NULL OR hint LIKE 'No debug info for %' AS hint_ok
+       hint IS NULL AS nothing_to_set_up,
+       names_hint IS NULL OR names_hint LIKE 'No debug info for %' AS names_hint_ok
 FROM heapprof_status();
 
 -- debug info: postgres and heapprof.so among the objects, each with its
 -- build-id and where its debug info is or would be (heapprof.so's own DWARF
 -- when built -g from the tree, the .build-id path from the Debian package); a
--- hint exactly when some object lacks it
+-- names_hint exactly when some object lacks it, naming heapprof's own
+-- -dbgsym package when heapprof.so is one of them
 SELECT bool_or(object ~ '/postgres$') AS has_postgres, bool_or(object ~ '/heapprof\.so$') AS has_heapprof,
        bool_and(build_id ~ '^[0-9a-f]{16,}$') AS build_ids,
        bool_and(debug_info OR debug_file = '/usr/lib/debug/.build-id/' || substr(build_id, 1, 2) || '/'
@@ -23,7 +25,10 @@ SELECT bool_or(object ~ '/postgres$') AS has_postgres, bool_or(object ~ '/heappr
 FROM heapprof_objects();
 SELECT missing_debug_info = coalesce((SELECT array_agg(regexp_replace(object, '^.*/', ''))
                                       FROM heapprof_objects() WHERE NOT debug_info), '{}') AS same_missing,
-       (cardinality(missing_debug_info) > 0) = (hint IS NOT NULL) AS hint_iff_missing
+       (cardinality(missing_debug_info) > 0) = (names_hint IS NOT NULL) AS hint_iff_missing,
+       ('heapprof.so' = ANY (missing_debug_info)) =
+         coalesce(names_hint LIKE '%postgresql-' || current_setting('server_version_num')::int / 10000
+                                || '-heapprof-dbgsym (make deb builds it%', false) AS names_own_dbgsym
 FROM heapprof_status();
 
 -- allocated_bytes is live: holding 8 MiB shows up

@@ -9,7 +9,12 @@
 #    are refused by dump =>;
 #  - a snapshot cannot take an exit dump's name; a name in both is refused;
 #  - an exit dump belongs to the login role, not to SET SESSION AUTHORIZATION;
-#  - heapprof_drop_snapshot(NULL) is 22023.
+#  - heapprof_drop_snapshot(NULL) is 22023;
+#  - one heapprof_grant() line per workflow lets a role run pg_heapprof's
+#    actions and formats (processes, trusted) and snapshots and exit dumps in
+#    SQL (leaks, history); heapprof_revoke() takes them back;
+#  - pg_heapprof --setup prints the hint as heapprof_status() has it (nothing
+#    on a server that is ready) and refuses process options.
 set -euo pipefail
 # sessions of the superuser leave no exit dumps of their own
 q() {
@@ -28,6 +33,8 @@ expect_error() {
 	grep -q "ERROR:  $state:" <<<"$out" || { echo "expected $state from $*, got: $out"; return 1; }
 }
 cleanup() {
+	q -c "SELECT count(*) FROM heapprof_revoke('hp_dbg')" >/dev/null 2>&1 || true
+	q -c "SELECT count(*) FROM heapprof_revoke('hp_bob')" >/dev/null 2>&1 || true
 	q -c "DROP OWNED BY hp_dbg" -c "DROP ROLE hp_dbg" >/dev/null 2>&1 || true
 	q -c "DROP DATABASE IF EXISTS hp_planted" -c "DROP ROLE IF EXISTS hp_dbowner" \
 	  -c "DROP ROLE IF EXISTS hp_bob" -c "ALTER SYSTEM RESET heapprof.dump_on_exit_threshold" \
@@ -72,9 +79,7 @@ SQL
 
 # -- snapshot limits
 q -c "CREATE ROLE hp_bob LOGIN" >/dev/null
-q -c "GRANT EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer),
-	heapprof_snapshots(), heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision)
-	TO hp_bob" >/dev/null
+q -c "SELECT count(*) FROM heapprof_grant('hp_bob', 'leaks')" >/dev/null
 bob() { PGUSER=hp_bob psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
 before=$(q -c "SELECT count(*) FROM pg_ls_dir('heapprof/snapshots', true, false) f WHERE f LIKE 'hp_lim%'")
 # superusers are not limited
@@ -159,7 +164,7 @@ q -c "ALTER SYSTEM RESET heapprof.dump_on_exit_threshold" -c "SELECT pg_reload_c
 # owned by the login role, so bob may neither list nor read it
 [ "$(q -c "SELECT owner FROM heapprof_dumps() WHERE name = '$name'")" = postgres ] ||
 	{ echo "exit dump owned by the session user"; q -c "SELECT * FROM heapprof_dumps()"; exit 1; }
-q -c "GRANT EXECUTE ON FUNCTION heapprof_dumps() TO hp_bob" >/dev/null
+q -c "SELECT count(*) FROM heapprof_grant('hp_bob', 'history')" >/dev/null
 [ -z "$(bob -c "SELECT name FROM heapprof_dumps() WHERE name = '$name'")" ] || { echo "bob lists the dump"; exit 1; }
 expect_error 42501 -c "SET ROLE hp_bob" -c "SELECT * FROM heapprof_top(1, dump => '$name')"
 # bob cannot plant a snapshot under its name ...
@@ -169,33 +174,41 @@ as_os cp "$data/heapprof/dumps/$name.heap" "$snaps/$name.heap"
 expect_error 42P08 -c "SELECT * FROM heapprof_top(1, dump => '$name')"
 as_os rm -f "$snaps/$name.heap" "$data/heapprof/dumps/$name.heap"
 
-# -- README's grants are enough for each workflow, from a role's own sessions
+# -- one heapprof_grant() line per workflow is enough, from a role's own
+# sessions: the client (processes; pprof, raw and --client-symbols: trusted)
 q -c "CREATE ROLE hp_dbg LOGIN" >/dev/null
-# readme_sql LINE: the SQL block that follows a README paragraph starting with LINE
-readme_sql() {
-	awk -v start="$1" 'index($0, start) == 1 { on = 1 } on && /^```sql/ { sql = 1; next }
-		sql && /^```/ { exit } sql' "$HP_TOP/README.md" | sed 's/app_debugger/hp_dbg/g'
-}
-q -c "$(readme_sql 'role profile its own sessions:')" -c "$(readme_sql 'The complete grant for each workflow')" \
-	-c "$(readme_sql 'Three functions hand out' | sed 's/trusted_debugger/hp_dbg/g')" >/dev/null
+q -c "SELECT count(*) FROM heapprof_grant('hp_dbg', 'processes', 'trusted')" >/dev/null
 coproc DBG { PGUSER=hp_dbg psql -X -q -At -d postgres; }
 echo "SELECT pg_backend_pid();" >&"${DBG[1]}"
 read -r -t 10 dbg <&"${DBG[0]}"
 cli() { PGUSER=hp_dbg "$HP_TOP/pg_heapprof" -d postgres "$@"; }
-cli --list | grep -q "^ *$dbg " || { echo "README grants: --list misses $dbg"; exit 1; }
+cli --list | grep -q "^ *$dbg " || { echo "heapprof_grant: --list misses $dbg"; exit 1; }
 cli --enable --pid "$dbg" >/dev/null
 for f in top text flamegraph pprof collapsed dot; do
-	cli --report "$f" --pid "$dbg" -o "$w.$f" || { echo "README grants: --report $f failed"; exit 1; }
+	cli --report "$f" --pid "$dbg" -o "$w.$f" || { echo "heapprof_grant: --report $f failed"; exit 1; }
 done
-cli --seconds 1 --report top --pid "$dbg" -o "$w.leak" 2>/dev/null || { echo "README grants: --seconds failed"; exit 1; }
+cli --seconds 1 --report top --pid "$dbg" -o "$w.leak" 2>/dev/null || { echo "heapprof_grant: --seconds failed"; exit 1; }
 cli --client-symbols --report text --pid "$dbg" -o "$w.client" 2>"$w.client.err" ||
-	{ echo "README grants: --client-symbols failed:"; cat "$w.client.err" "$w.client"; exit 1; }
+	{ echo "heapprof_grant: --client-symbols failed:"; cat "$w.client.err" "$w.client"; exit 1; }
+# snapshots and exit dumps in SQL (leaks, history)
+q -c "SELECT count(*) FROM heapprof_revoke('hp_dbg')" -c "SELECT count(*) FROM heapprof_grant('hp_dbg', 'leaks', 'history')" >/dev/null
 PGUSER=hp_dbg q -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('hp_dbg1', true)" \
 	-c "SELECT count(*) FROM heapprof_stacks(base => 'hp_dbg1')" -c "SELECT count(*) FROM heapprof_snapshots()" \
 	-c "SELECT heapprof_drop_snapshot('hp_dbg1')" -c "SELECT count(*) FROM heapprof_dumps()" >/dev/null ||
-	{ echo "README grants: snapshots workflow failed"; exit 1; }
+	{ echo "heapprof_grant: snapshots workflow failed"; exit 1; }
 kill "$DBG_PID" 2>/dev/null || true
 rm -f "$w".*
+
+# -- pg_heapprof --setup: the hint verbatim, here none (profiling usable, preloaded)
+"$HP_TOP/pg_heapprof" -d postgres --setup >"$w.setup" 2>"$w.setup.err" || { echo "--setup failed: $(cat "$w.setup.err")"; exit 1; }
+[ "$(cat "$w.setup")" = "$(q -c 'SELECT hint FROM heapprof_status()')" ] && [ ! -s "$w.setup" ] &&
+	grep -q 'nothing to set up' "$w.setup.err" || { echo "--setup on a ready server: $(cat "$w.setup" "$w.setup.err")"; exit 1; }
+set +e
+"$HP_TOP/pg_heapprof" -d postgres --setup --pid 1 >/dev/null 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] || { echo "pg_heapprof --setup --pid exited $rc"; exit 1; }
+rm -f "$w".setup*
 
 # -- a pid beyond int is a bad argument (status 2), not a server error
 set +e
@@ -206,8 +219,5 @@ set -e
 
 # -- NULL names
 expect_error 22023 -c "SELECT heapprof_drop_snapshot(NULL)"
-q -c "REVOKE ALL ON FUNCTION heapprof_dumps() FROM hp_bob" \
-  -c "REVOKE EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer),
-	heapprof_snapshots(), heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision)
-	FROM hp_bob" >/dev/null
+q -c "SELECT count(*) FROM heapprof_revoke('hp_bob')" >/dev/null
 echo ok

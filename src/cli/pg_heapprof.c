@@ -57,7 +57,9 @@ usage(FILE *f)
 			"  -s, --seconds=N        leak mode: snapshot process --pid, wait N seconds,\n"
 			"                         then write what grew (FORMAT from --report, default text)\n"
 			"      --captures         list the statements that left memory behind, on every\n"
-			"                         server (heapprof.capture_min_growth)\n\n"
+			"                         server (heapprof.capture_min_growth)\n"
+			"      --setup            print what the server needs for profiling, as lines to\n"
+			"                         paste (heapprof_status()'s hint); nothing when ready\n\n"
 			"What to report (default: what the chosen processes hold now):\n"
 			"      --peak             the profile taken when the process held the most\n"
 			"      --allocations=SECONDS  what the process allocates during a window of\n"
@@ -1136,6 +1138,35 @@ read_servers(const char *path, char ***list, int *n, int *cap)
 	fclose(f);
 }
 
+/*
+ * --setup: heapprof_status()'s hint on standard output exactly as the
+ * server wrote it (psql's aligned output adds a "+" to every line, which
+ * breaks an environment file); the advice on names goes to standard error.
+ * names_hint is read through to_jsonb so that a 1.0 database answers too.
+ */
+static int
+setup(server *s)
+{
+	PGresult   *res;
+
+	if (!connect_server(s))
+	{
+		report_problem(&s->pr, NULL);
+		return 1;
+	}
+	res = run(s, "SELECT h.hint, pg_catalog.to_jsonb(h) OPERATOR(pg_catalog.->>) 'names_hint' "
+			  "FROM @x.heapprof_status() h", NULL, 0, 0);
+	if (PQgetisnull(res, 0, 0))
+		fprintf(stderr, "%s: nothing to set up: profiling is usable and heapprof is preloaded\n", progname);
+	else
+		printf("%s\n", PQgetvalue(res, 0, 0));
+	if (!PQgetisnull(res, 0, 1))
+		fprintf(stderr, "%s: note: %s\n", progname, PQgetvalue(res, 0, 1));
+	PQclear(res);
+	PQfinish(s->conn);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1146,6 +1177,7 @@ main(int argc, char **argv)
 		{"report", required_argument, NULL, 'r'},
 		{"seconds", required_argument, NULL, 's'},
 		{"captures", no_argument, NULL, 10},
+		{"setup", no_argument, NULL, 14},
 		{"peak", no_argument, NULL, 11},
 		{"allocations", required_argument, NULL, 12},
 		{"dump", required_argument, NULL, 13},
@@ -1216,6 +1248,10 @@ main(int argc, char **argv)
 				break;
 			case 10:
 				cfg.action = 'c';
+				listed = false;
+				break;
+			case 14:
+				cfg.action = 'u';
 				listed = false;
 				break;
 			case 'r':
@@ -1322,7 +1358,7 @@ main(int argc, char **argv)
 				timeout = optarg;
 				break;
 			case 'V':
-				printf("pg_heapprof (heapprof) 1.0\n");
+				printf("pg_heapprof (heapprof) 1.1\n");
 				return 0;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
@@ -1340,6 +1376,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s: hint: use dot, svg, flamegraph, collapsed, pprof, raw, text or top\n", progname);
 		return 2;
 	}
+	if (cfg.action == 'u' && (nsv > 1 || pid || cfg.type || cfg.format || cfg.window || cfg.dump ||
+							  strcmp(cfg.peak, "true") == 0))
+		bad_usage("--setup takes one server and no process or report options");
 	/* what to report: the heap now, its peak, a window of allocations, or a stored profile */
 	modifier = strcmp(cfg.peak, "true") == 0 ? "--peak" : cfg.window ? "--allocations" : cfg.dump ? "--dump" : NULL;
 	if (modifier)
@@ -1377,7 +1416,7 @@ main(int argc, char **argv)
 		bad_usage("--pid names a process of one server; use --backend-type with several servers");
 	if (cfg.action == 's' && pid == NULL)
 		bad_usage("--seconds needs --pid");
-	if (cfg.action != 'l' && cfg.action != 'c' && pid == NULL && cfg.type == NULL && cfg.dump == NULL)
+	if (cfg.action != 'l' && cfg.action != 'c' && cfg.action != 'u' && pid == NULL && cfg.type == NULL && cfg.dump == NULL)
 	{
 		fprintf(stderr, "%s: error: --pid is required\n%s: hint: %s --list shows the processes\n",
 				progname, progname, progname);
@@ -1435,6 +1474,8 @@ main(int argc, char **argv)
 		snprintf(sv[i].label, sizeof(sv[i].label), "server %d", i + 1);
 	}
 
+	if (cfg.action == 'u')
+		return setup(&sv[0]);
 	if (pid || cfg.dump)
 	{
 		params		p = {{pid, cfg.fold, cfg.objects, cfg.focus, cfg.ignore, NULL, cfg.dump, cfg.peak, cfg.window}};

@@ -26,6 +26,7 @@
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(heapprof_status);
+PG_FUNCTION_INFO_V1(heapprof_status_1_1);
 PG_FUNCTION_INFO_V1(heapprof_enable);
 PG_FUNCTION_INFO_V1(heapprof_disable);
 PG_FUNCTION_INFO_V1(heapprof_reset);
@@ -34,22 +35,34 @@ PG_FUNCTION_INFO_V1(heapprof_requests);
 
 #define PROC_ARG(i) hpg_proc_of(PG_ARGISNULL(i), PG_GETARG_INT32(i))
 
-/* heapprof_status(pid integer DEFAULT NULL): this process's, or pid's */
-Datum
-heapprof_status(PG_FUNCTION_ARGS)
+/*
+ * heapprof_status(pid integer DEFAULT NULL): this process's, or pid's.
+ * Version 1.0 of the SQL has one hint that also carries the debug-info
+ * advice; 1.1 keeps hint for what profiling still needs (NULL when usable
+ * with heapprof preloaded) and gives that advice in names_hint.  Each SQL
+ * version has its own entry point: a database not yet updated keeps the
+ * 1.0 definition when the library is new.
+ */
+static Datum
+status_row(FunctionCallInfo fcinfo, bool names_column)
 {
+	int			natts = names_column ? 15 : 14;
 	TupleDesc	tupdesc;
 	hpj_status	st;
 	char		version[64];
-	Datum		values[14];
-	bool		nulls[14] = {0};
+	Datum		values[15];
+	bool		nulls[15] = {0};
 	hpg_peak	peak;
 	const char *hint;
 	const char *debug_hint;
 	hpg_proc	p = PROC_ARG(0);
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE ||
+		tupdesc->natts != natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("heapprof_status() does not match its SQL definition"),
+				 errhint("ALTER EXTENSION heapprof UPDATE brings the SQL definitions to this library's version.")));
 	tupdesc = BlessTupleDesc(tupdesc);
 
 	hpg_proc_status(p, &st, version, sizeof(version), &peak);
@@ -57,8 +70,15 @@ heapprof_status(PG_FUNCTION_ARGS)
 	if (hint == NULL && hpg_shmem == NULL)
 		hint = "Add heapprof to shared_preload_libraries and restart to profile other processes by pid and to use exit dumps.";
 	values[12] = hpg_missing_debug_info(&debug_hint);
-	/* what to install for names matters once profiling works */
-	if (debug_hint && st.state == HPJ_USABLE)
+	if (names_column)
+	{
+		if (debug_hint)
+			values[14] = CStringGetTextDatum(debug_hint);
+		else
+			nulls[14] = true;
+	}
+	/* 1.0: what to install for names matters once profiling works */
+	else if (debug_hint && st.state == HPJ_USABLE)
 		hint = hint ? psprintf("%s %s", hint, debug_hint) : debug_hint;
 
 	values[0] = Int32GetDatum(p.pid);
@@ -86,6 +106,18 @@ heapprof_status(PG_FUNCTION_ARGS)
 		nulls[13] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+Datum
+heapprof_status(PG_FUNCTION_ARGS)
+{
+	return status_row(fcinfo, false);
+}
+
+Datum
+heapprof_status_1_1(PG_FUNCTION_ARGS)
+{
+	return status_row(fcinfo, true);
 }
 
 /* heapprof_enable(pid integer DEFAULT NULL) */

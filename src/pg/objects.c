@@ -105,6 +105,7 @@ hpg_missing_debug_info(const char **hint)
 	StringInfoData list;
 	int			first = -1;
 	bool		server = false;
+	bool		self = false;
 	char	   *codename;
 	const char *package;
 
@@ -119,6 +120,7 @@ hpg_missing_debug_info(const char **hint)
 		if (first < 0)
 			first = i;
 		server |= i == 0;
+		self |= strcmp(base_name(paths[i]), "heapprof.so") == 0;
 	}
 	*hint = NULL;
 	if (first >= 0)
@@ -134,9 +136,12 @@ hpg_missing_debug_info(const char **hint)
 		else
 			package = "their debug symbols (the extensions' -dbgsym or -debuginfo packages)";
 		*hint = psprintf("No debug info for %s: reports label their code by address (%s+0x...). "
-						 "Install %s; heapprof looks for %s (heapprof_objects() lists every object), "
+						 "Install %s%s; heapprof looks for %s (heapprof_objects() lists every object), "
 						 "or symbolize on a client with debuginfod (heapprof-report, pg_heapprof).",
 						 list.data, base_name(paths[first]), package,
+						 self ? psprintf(", and for heapprof.so postgresql-%s-heapprof-dbgsym "
+										 "(make deb builds it next to postgresql-%s-heapprof)",
+										 PG_MAJORVERSION, PG_MAJORVERSION) : "",
 						 info[first].file[0] ? info[first].file : "a .gnu_debuglink or /usr/lib/debug file");
 	}
 	return makeArrayResult(names, CurrentMemoryContext);

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# t_upgrade.sh -- a 1.0 database updated equals a fresh install (cluster (a)):
+#  - the installed heapprof--1.0.sql is the released 1.0, byte for byte (its
+#    SHA-256 pinned here, and the release commit's blob when HP_TOP is a git
+#    checkout): a released script is never edited, every change is an update
+#    script;
+#  - every version the control file can reach has an update path from 1.0;
+#  - in one database CREATE EXTENSION heapprof VERSION '1.0', then ALTER
+#    EXTENSION heapprof UPDATE; in another a fresh CREATE EXTENSION heapprof;
+#    then the catalogs are compared: the extension (version, schema,
+#    requires, configuration tables), its members, functions with full
+#    signatures, result types, language, symbol, volatility, strictness,
+#    parallel safety, security, search_path, ACLs and comments, types'
+#    attributes, tables' columns, ACLs and indexes, pg_init_privs -- equal,
+#    or the difference is printed;
+#  - a 1.0 database keeps working with the new library until it is updated
+#    (heapprof_status() through its 1.0 entry point).
+# Under tests/run with HP_FROM_PACKAGE=1 the scripts are the Debian package's,
+# so this also proves that the package ships the update script.
+set -euo pipefail
+# the commit whose heapprof--1.0.sql is the released 1.0 (main when 1.1 began)
+release=7f8ab3f0cddcf049ab687d98c44afdc3913c18b9
+release_sha256=b660d19cf92d49e7eb42e30cc553d35bacb1f748097a59c58f7df98be5bd6a7d
+q() { psql -X -q -At -d "${DB:-postgres}" -v ON_ERROR_STOP=1 "$@"; }
+fail() { echo "$*"; exit 1; }
+w=$(mktemp -d)
+cleanup() {
+	q -c "DROP DATABASE IF EXISTS hp_up_old" -c "DROP DATABASE IF EXISTS hp_up_new" \
+	  -c "DROP ROLE IF EXISTS hp_up_role" >/dev/null 2>&1 || true
+	[ -n "${HP_KEEP:-}" ] && cp "$w/fresh" "$HP_KEEP"
+	rm -rf "$w"
+}
+trap cleanup EXIT
+
+ext=$("${PG_CONFIG:-pg_config}" --sharedir)/extension
+installed=$ext/heapprof--1.0.sql
+[ -f "$installed" ] || fail "no $installed"
+[ "$(sha256sum <"$installed" | cut -d' ' -f1)" = "$release_sha256" ] ||
+	fail "$installed is not the released 1.0 (SHA-256 differs): put the change in an update script"
+if git -C "$HP_TOP" rev-parse --git-dir >/dev/null 2>&1; then
+	git -C "$HP_TOP" show "$release:heapprof--1.0.sql" >"$w/released.sql" ||
+		fail "the release commit $release is not in $HP_TOP's history"
+	cmp -s "$w/released.sql" "$installed" || fail "$installed differs from $release:heapprof--1.0.sql"
+fi
+default=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ext/heapprof.control")
+
+q -c "CREATE DATABASE hp_up_old" -c "CREATE DATABASE hp_up_new" >/dev/null
+# a DBA's grant on a function the update changes survives it
+q -c "CREATE ROLE hp_up_role" >/dev/null
+DB=hp_up_old q -c "CREATE EXTENSION heapprof VERSION '1.0'" \
+	-c "GRANT EXECUTE ON FUNCTION heapprof_status(integer) TO hp_up_role" >/dev/null
+[ "$(DB=hp_up_old q -c "SELECT extversion FROM pg_extension WHERE extname = 'heapprof'")" = 1.0 ] ||
+	fail "CREATE EXTENSION heapprof VERSION '1.0' did not install 1.0"
+# the new library serves a database still at 1.0
+r=$(DB=hp_up_old q -c "SELECT count(*) FROM heapprof_status()" 2>&1) && [ "$r" = 1 ] ||
+	fail "heapprof_status() of a 1.0 database with the new library: $r"
+paths=$(DB=hp_up_old q -c "SELECT target FROM pg_extension_update_paths('heapprof')
+	WHERE source = '1.0' AND path IS NULL AND target <> '1.0'")
+[ -z "$paths" ] || fail "no update path from 1.0 to: $paths"
+DB=hp_up_old q -c "ALTER EXTENSION heapprof UPDATE" >/dev/null
+[ "$(DB=hp_up_old q -c "SELECT has_function_privilege('hp_up_role', 'heapprof_status(integer)', 'EXECUTE')")" = t ] ||
+	fail "the update lost a DBA's grant on heapprof_status()"
+DB=hp_up_old q -c "REVOKE EXECUTE ON FUNCTION heapprof_status(integer) FROM hp_up_role" >/dev/null
+DB=hp_up_new q -c "CREATE EXTENSION heapprof" >/dev/null
+
+# everything an install leaves in the catalog, one line per fact, sorted;
+# no oids, which differ between the databases
+cat >"$w/catalog.sql" <<'SQL'
+WITH x AS (SELECT * FROM pg_extension WHERE extname = 'heapprof'),
+m AS (SELECT d.classid, d.objid, d.objsubid FROM pg_depend d, x
+      WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = x.oid AND d.deptype = 'e')
+SELECT 'extension ' || extversion || ' schema ' || extnamespace::regnamespace || ' relocatable ' || extrelocatable
+       || ' config ' || coalesce((SELECT string_agg(c::regclass::text, ',' ORDER BY c::regclass::text)
+                                   FROM unnest(extconfig) c), '-')
+       || ' conditions ' || coalesce(array_to_string(extcondition, ','), '-')
+FROM x
+UNION ALL
+SELECT 'requires ' || r.extname FROM pg_depend d, x, pg_extension r
+WHERE d.classid = 'pg_extension'::regclass AND d.objid = x.oid AND d.refclassid = 'pg_extension'::regclass
+  AND r.oid = d.refobjid
+UNION ALL
+SELECT 'member ' || pg_describe_object(classid, objid, objsubid)
+       || coalesce(' comment ' || obj_description(objid, classid::regclass::name), '') FROM m
+UNION ALL
+SELECT 'function ' || p.oid::regprocedure || ' (' || pg_get_function_arguments(p.oid) || ') returns '
+       || pg_get_function_result(p.oid) || ' kind ' || p.prokind::text || ' language ' || l.lanname
+       || ' volatile ' || p.provolatile::text || ' strict ' || p.proisstrict || ' parallel ' || p.proparallel::text
+       || ' secdef ' || p.prosecdef || ' leakproof ' || p.proleakproof || ' cost ' || p.procost
+       || ' rows ' || p.prorows || ' config ' || coalesce(array_to_string(p.proconfig, ','), '-')
+       || ' acl ' || coalesce(p.proacl::text, '-') || ' symbol ' || coalesce(p.probin, '-') || ':'
+       || CASE WHEN l.lanname = 'c' THEN p.prosrc ELSE md5(p.prosrc) END
+FROM m JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
+JOIN pg_language l ON l.oid = p.prolang
+UNION ALL
+SELECT 'attribute ' || c.oid::regclass || '.' || a.attname || ' ' || a.attnum || ' '
+       || format_type(a.atttypid, a.atttypmod) || ' notnull ' || a.attnotnull
+       || coalesce(' default ' || pg_get_expr(ad.adbin, ad.adrelid), '')
+FROM m JOIN pg_class c ON (m.classid = 'pg_type'::regclass AND c.reltype = m.objid AND c.relkind = 'c')
+                       OR (m.classid = 'pg_class'::regclass AND c.oid = m.objid)
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_attrdef ad ON ad.adrelid = c.oid AND ad.adnum = a.attnum
+UNION ALL
+SELECT 'relation ' || c.oid::regclass || ' kind ' || c.relkind::text || ' acl ' || coalesce(c.relacl::text, '-')
+       || coalesce(' view ' || pg_get_viewdef(c.oid), '')
+FROM m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid
+UNION ALL
+SELECT 'index ' || pg_get_indexdef(i.indexrelid) || ' ' || coalesce(pg_get_constraintdef(k.oid), '')
+FROM m JOIN pg_index i ON m.classid = 'pg_class'::regclass AND i.indrelid = m.objid
+LEFT JOIN pg_constraint k ON k.conindid = i.indexrelid
+UNION ALL
+SELECT 'init_privs ' || pg_describe_object(ip.classoid, ip.objoid, ip.objsubid) || ' ' || ip.privtype::text
+       || ' ' || ip.initprivs::text
+FROM pg_init_privs ip JOIN m ON ip.classoid = m.classid AND ip.objoid = m.objid
+ORDER BY 1;
+SQL
+DB=hp_up_old q -f "$w/catalog.sql" >"$w/updated"
+DB=hp_up_new q -f "$w/catalog.sql" >"$w/fresh"
+diff -u --label "1.0 + ALTER EXTENSION UPDATE" --label "CREATE EXTENSION (fresh)" "$w/updated" "$w/fresh" ||
+	fail "an updated 1.0 differs from a fresh install (above)"
+[ "$(grep '^extension ' "$w/fresh")" = "extension $default schema public relocatable false config heapprof_grants conditions " ] ||
+	fail "unexpected extension row: $(grep '^extension ' "$w/fresh")"
+n=$(grep -c '^function ' "$w/fresh")
+[ "$n" -ge 28 ] || fail "only $n functions compared"
+grep -q '^requires plpgsql$' "$w/fresh" || fail "no dependency on plpgsql recorded"
+echo "1.0 (the release $release, $(wc -l <"$installed") lines) + update = fresh $default: $(wc -l <"$w/fresh") catalog lines equal, $n functions"
