@@ -169,12 +169,12 @@ as_os cp "$data/heapprof/dumps/$name.heap" "$snaps/$name.heap"
 expect_error 42P08 -c "SELECT * FROM heapprof_top(1, dump => '$name')"
 as_os rm -f "$snaps/$name.heap" "$data/heapprof/dumps/$name.heap"
 
-# -- README's grants are enough for each workflow, from a role's own sessions
+# -- the grants of docs/permissions.md are enough for each workflow, from a role's own sessions
 q -c "CREATE ROLE hp_dbg LOGIN" >/dev/null
-# readme_sql LINE: the SQL block that follows a README paragraph starting with LINE
+# readme_sql LINE: the SQL block that follows a docs/permissions.md paragraph starting with LINE
 readme_sql() {
 	awk -v start="$1" 'index($0, start) == 1 { on = 1 } on && /^```sql/ { sql = 1; next }
-		sql && /^```/ { exit } sql' "$HP_TOP/README.md" | sed 's/app_debugger/hp_dbg/g'
+		sql && /^```/ { exit } sql' "$HP_TOP/docs/permissions.md" | sed 's/app_debugger/hp_dbg/g'
 }
 q -c "$(readme_sql 'role profile its own sessions:')" -c "$(readme_sql 'The complete grant for each workflow')" \
 	-c "$(readme_sql 'Three functions hand out' | sed 's/trusted_debugger/hp_dbg/g')" >/dev/null

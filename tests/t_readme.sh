@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # t_readme.sh -- the examples of README.md and of every page of docs/ run as
 # written (cluster (a)), the way PostgreSQL's docs are checked:
-#  - each file's ```sql blocks, in its order, in one fresh session of one
-#    database (README first, then docs/*.md by name), without an error, and
-#    no query in them gives zero rows;
-#  - every ```sh block in a scratch directory of its own, with the built
+#  - page by page (README first, then docs/*.md by name), first every ```sh
+#    block, then the page's ```sql blocks in its order, in one fresh session
+#    of one database, without an error, and no query in them gives zero
+#    rows (README's shell steps create the extension its SQL uses);
+#  - every ```sh block runs in a scratch directory of its own, with the built
 #    pg_heapprof and heapprof-report and the server's bindir first in PATH;
 #    each file it writes is non-empty (go tool pprof reads the pprof file,
 #    Graphviz the dot file); the statement captures they make are removed
@@ -82,19 +83,6 @@ for ((i = 1; i <= n; i++)); do
 	sh_blocks=$(ls "$w/$i".sh?? 2>/dev/null || true)
 	k=$( (ls "$w/$i".skip?? 2>/dev/null || true) | wc -l)
 	skipped=$((skipped + k))
-	ps=0
-	if [ -n "$psql_blocks" ]; then
-		cat $psql_blocks >"$w/$i.all.sql"
-		out=$(cd "$w" && psql -X -d "$db" -v ON_ERROR_STOP=1 -f "$w/$i.all.sql" 2>&1) ||
-			{ echo "$page: SQL failed:"; tail -n 20 <<<"$out"; exit 1; }
-		if grep -q '^(0 rows)$' <<<"$out"; then
-			echo "$page: a query gives no rows:"
-			grep -B 12 '^(0 rows)$' <<<"$out" | head -40
-			exit 1
-		fi
-		ps=$(grep -c '^([0-9]* rows\?)$' <<<"$out" || true)
-		nsql=$((nsql + ps))
-	fi
 	ss=0
 	for f in $sh_blocks; do
 		nsh=$((nsh + 1))
@@ -110,6 +98,19 @@ for ((i = 1; i <= n; i++)); do
 			files=$((files + 1))
 		done
 	done
+	ps=0
+	if [ -n "$psql_blocks" ]; then
+		cat $psql_blocks >"$w/$i.all.sql"
+		out=$(cd "$w" && psql -X -d "$db" -v ON_ERROR_STOP=1 -f "$w/$i.all.sql" 2>&1) ||
+			{ echo "$page: SQL failed:"; tail -n 20 <<<"$out"; exit 1; }
+		if grep -q '^(0 rows)$' <<<"$out"; then
+			echo "$page: a query gives no rows:"
+			grep -B 12 '^(0 rows)$' <<<"$out" | head -40
+			exit 1
+		fi
+		ps=$(grep -c '^([0-9]* rows\?)$' <<<"$out" || true)
+		nsql=$((nsql + ps))
+	fi
 	summary+="$page: $ps SQL results, $ss shell blocks, $k not run"$'\n'
 done
 printf '%s' "$summary"
