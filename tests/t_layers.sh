@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t_layers.sh -- the structure README's Architecture section promises, read
+# t_layers.sh -- the structure docs/architecture.md promises, read
 # from the built objects with nm (not from the source's includes):
 #  - no cycle among the files of src/pg: file A needs file B when A's object
 #    uses a symbol B's object defines;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t_package.sh -- heapprof installed as a DBA installs it on Debian 12:
 #  - make deb builds postgresql-15-heapprof from the tree's tracked files;
-#  - apt-get installs it; pg_heapprof and heapprof-report are on PATH;
+#  - it ships README, docs/ and the man pages of pg_heapprof and
+#    heapprof-report; apt-get installs it; both are on PATH and on man's;
 #  - on a cluster made by pg_createcluster, heapprof_status()'s hint is
 #    pasted where it points: its environment lines appended verbatim to
 #    /etc/postgresql/15/NAME/environment, its SQL run, its restart command
@@ -60,6 +61,15 @@ if [ -z "$preinstalled" ]; then
 	build=$((SECONDS - build))
 	deb=$(ls "$work"/debs/${pkg}_*.deb 2>/dev/null | head -n 1)
 	[ -n "$deb" ] || fail "make deb made no $pkg package: $(ls "$work/debs")"
+	# the documentation: README, every page of docs/ and its picture, both man pages
+	contents=$(dpkg-deb -c "$deb" | awk '{print $NF}')
+	for f in README.md $(cd docs && ls) ; do
+		[ "$f" = README.md ] && d=/usr/share/doc/$pkg/$f || d=/usr/share/doc/$pkg/docs/$f
+		grep -qx ".$d" <<<"$contents" || fail "$pkg lacks $d"
+	done
+	for m in pg_heapprof heapprof-report; do
+		grep -qx "./usr/share/postgresql/15/man/man1/$m.1.gz" <<<"$contents" || fail "$pkg lacks the man page of $m"
+	done
 
 	# keep the files the package will replace
 	while read -r f; do
@@ -70,6 +80,11 @@ if [ -z "$preinstalled" ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=120 --no-install-recommends "$deb" \
 		>"$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "apt-get install $deb failed"; }
 fi
+# their man pages on man's path
+for m in pg_heapprof heapprof-report; do
+	[ -e "/usr/share/man/man1/$m.1.gz" ] && zcat "/usr/share/man/man1/$m.1.gz" | grep -q "^\.TH ${m^^} 1" ||
+		fail "man $m: /usr/share/man/man1/$m.1.gz is not its page"
+done
 # on the PATH of a login shell, not only in the server's bindir
 for c in pg_heapprof heapprof-report; do
 	p=$(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v $c)

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# t_readme.sh -- README's examples run as written (cluster (a)), the way
-# PostgreSQL's docs are checked:
-#  - every ```sql block, in README's order, in one fresh session of a fresh
-#    database, without an error, and no query in them gives zero rows;
-#  - every ```sh block that talks to the server (psql -At) in a scratch
-#    directory, each file it writes non-empty (go tool pprof reads the
-#    pprof file, Graphviz the dot file); the statement captures they make
-#    are removed afterwards.
+# t_readme.sh -- the examples of README.md and of every page of docs/ run as
+# written (cluster (a)), the way PostgreSQL's docs are checked:
+#  - page by page (README first, then docs/*.md by name), first every ```sh
+#    block, then the page's ```sql blocks in its order, in one fresh session
+#    of one database, without an error, and no query in them gives zero
+#    rows (README's shell steps create the extension its SQL uses);
+#  - every ```sh block runs in a scratch directory of its own, with the built
+#    pg_heapprof and heapprof-report and the server's bindir first in PATH;
+#    each file it writes is non-empty (go tool pprof reads the pprof file,
+#    Graphviz the dot file); the statement captures they make are removed
+#    afterwards.
+# A block that cannot run here (installing packages, restarting a packaged
+# cluster, other machines, the suite itself) is preceded by a line
+#   <!-- not run: WHY -->
+# and is only counted.  Plain ``` blocks are output, never run.
 # The examples' other process is a session named myapp that keeps
 # allocating, and the grants go to roles app_debugger and trusted_debugger.
 set -euo pipefail
@@ -14,27 +21,49 @@ cd "$HP_TOP"
 db=hp_readme
 w=$(mktemp -d)
 chmod 755 "$w"
+roles="app_debugger trusted_debugger"
 q() { psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
 cleanup() {
 	[ -n "${APP_PID:-}" ] && kill "$APP_PID" 2>/dev/null || true
 	q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$db'" >/dev/null 2>&1 || true
 	[ -n "${data:-}" ] && rm -f "$data"/heapprof/captures/*.heap || true
-	q -c "DROP DATABASE IF EXISTS $db" -c "DROP OWNED BY app_debugger, trusted_debugger" \
-		-c "DROP ROLE IF EXISTS app_debugger" -c "DROP ROLE IF EXISTS trusted_debugger" >/dev/null 2>&1 || true
+	q -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+	for r in $roles; do
+		q -c "DROP OWNED BY $r" -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1 || true
+	done
 	rm -rf "$w"
 }
 trap cleanup EXIT
 data=$(q -c "SHOW data_directory")
-q -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" -c "DROP ROLE IF EXISTS app_debugger" \
-	-c "DROP ROLE IF EXISTS trusted_debugger" -c "CREATE ROLE app_debugger LOGIN" -c "CREATE ROLE trusted_debugger LOGIN" >/dev/null
+bindir=$("${PG_CONFIG:-pg_config}" --bindir)
+q -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+for r in $roles; do
+	q -c "DROP ROLE IF EXISTS $r" -c "CREATE ROLE $r LOGIN" >/dev/null
+done
 
-awk -v dir="$w" '/^```sql$/ { p = 1; n++; next } /^```$/ { p = 0 } p { print > (dir "/all.sql") }
-	/^```sh$/ { s = 1; m++; f = sprintf("%s/sh%02d", dir, m); next } s && /^```$/ { s = 0 } s { print > f }' README.md
-[ -s "$w/all.sql" ] || { echo "no sql blocks in README.md"; exit 1; }
+pages=(README.md docs/*.md)
+# split PAGE: its sql blocks into $w/N.sql, its sh blocks into $w/N.shMM
+# (MM in order), blocks marked "not run" into $w/N.skipMM
+n=0
+for p in "${pages[@]}"; do
+	n=$((n + 1))
+	awk -v dir="$w" -v n="$n" '
+		/^<!-- not run: .+ -->$/ { skip = 1; next }
+		/^$/ { if (!b) next }
+		!b && /^```(sql|sh)$/ { b = substr($0, 4); m++; f = sprintf("%s/%d.%s%02d", dir, n, skip ? "skip" : b, m);
+			skip = 0; printf "" > f; next }
+		!b && /^```/ { skip = 0; o = 1; b = "out"; next }
+		b && /^```$/ { b = ""; next }
+		b == "sql" || b == "sh" { print > f; next }
+		b { next }
+		{ skip = 0 }' "$p"
+	echo "$p" >"$w/$n.name"
+done
+ls "$w"/*.sql?? >/dev/null 2>&1 || { echo "no sql blocks in README.md or docs/"; exit 1; }
 
-# myapp: allocates 64 kB every 20 ms for 40 s, and holds it
+# myapp: allocates 64 kB every 20 ms for 40 s per round, and holds it
 psql -X -q -d "$db" -c "CREATE EXTENSION heapprof_test" -c "SET application_name = 'myapp'" \
-	-c "SELECT count(heapprof_test_hold(65536)) FROM (SELECT pg_sleep(0.02) FROM generate_series(1, 2000)) s" \
+	-c "SELECT count(heapprof_test_hold(65536)) FROM (SELECT pg_sleep(0.02) FROM generate_series(1, 6000)) s" \
 	>/dev/null 2>&1 &
 APP_PID=$!
 for _ in $(seq 100); do
@@ -42,29 +71,51 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 
-out=$(psql -X -d "$db" -v ON_ERROR_STOP=1 -f "$w/all.sql" 2>&1) || { echo "README's SQL failed:"; tail -n 20 <<<"$out"; exit 1; }
-if grep -q '^(0 rows)$' <<<"$out"; then
-	echo "a query of README gives no rows:"
-	grep -B 12 '^(0 rows)$' <<<"$out" | head -40
-	exit 1
-fi
-nsql=$(grep -c '^([0-9]* rows\?)$' <<<"$out")
-
+nsql=0
 nsh=0
 files=0
+skipped=0
 pprof_out=
-for f in "$w"/sh*; do
-	grep -q 'psql -At' "$f" || continue
-	nsh=$((nsh + 1))
-	grep -q 'go tool pprof' "$f" && pprof_out=$w/sh$nsh.out
-	mkdir -p "$w/run$nsh"
-	(cd "$w/run$nsh" && PGDATABASE=$db HOME=$w GOCACHE=$w/go bash -euo pipefail "$f") >"$w/sh$nsh.out" 2>&1 ||
-		{ echo "README's shell example failed:"; cat "$f"; tail -n 20 "$w/sh$nsh.out"; exit 1; }
-	for g in "$w/run$nsh"/*; do
-		[ -s "$g" ] || { echo "README's shell example wrote an empty $(basename "$g")"; cat "$f"; exit 1; }
-		files=$((files + 1))
+summary=
+for ((i = 1; i <= n; i++)); do
+	page=$(cat "$w/$i.name")
+	psql_blocks=$(ls "$w/$i".sql?? 2>/dev/null || true)
+	sh_blocks=$(ls "$w/$i".sh?? 2>/dev/null || true)
+	k=$( (ls "$w/$i".skip?? 2>/dev/null || true) | wc -l)
+	skipped=$((skipped + k))
+	ss=0
+	for f in $sh_blocks; do
+		nsh=$((nsh + 1))
+		ss=$((ss + 1))
+		grep -q 'go tool pprof' "$f" && pprof_out=$w/sh$nsh.out
+		mkdir -p "$w/run$nsh"
+		(cd "$w/run$nsh" && PATH="$HP_TOP:$bindir:$PATH" PGDATABASE=$db HOME=$w GOCACHE=$w/go \
+			bash -euo pipefail "$f") >"$w/sh$nsh.out" 2>&1 ||
+			{ echo "$page: shell example failed:"; cat "$f"; tail -n 20 "$w/sh$nsh.out"; exit 1; }
+		for g in "$w/run$nsh"/*; do
+			[ -e "$g" ] || continue
+			[ -s "$g" ] || { echo "$page: shell example wrote an empty $(basename "$g")"; cat "$f"; exit 1; }
+			files=$((files + 1))
+		done
 	done
+	ps=0
+	if [ -n "$psql_blocks" ]; then
+		cat $psql_blocks >"$w/$i.all.sql"
+		out=$(cd "$w" && psql -X -d "$db" -v ON_ERROR_STOP=1 -f "$w/$i.all.sql" 2>&1) ||
+			{ echo "$page: SQL failed:"; tail -n 20 <<<"$out"; exit 1; }
+		if grep -q '^(0 rows)$' <<<"$out"; then
+			echo "$page: a query gives no rows:"
+			grep -B 12 '^(0 rows)$' <<<"$out" | head -40
+			exit 1
+		fi
+		ps=$(grep -c '^([0-9]* rows\?)$' <<<"$out" || true)
+		nsql=$((nsql + ps))
+	fi
+	summary+="$page: $ps SQL results, $ss shell blocks, $k not run"$'\n'
 done
-[ "$nsh" -gt 0 ] || { echo "no shell example of README talks to the server"; exit 1; }
-[ -n "$pprof_out" ] && grep -q 'flat%' "$pprof_out" || { echo "go tool pprof -top printed no table"; cat "$pprof_out"; exit 1; }
-echo "README: $nsql SQL results in one session, none empty; $nsh shell examples wrote $files files"
+printf '%s' "$summary"
+[ "$nsh" -gt 0 ] || { echo "no shell example runs"; exit 1; }
+if [ -n "$pprof_out" ]; then
+	grep -q 'flat%' "$pprof_out" || { echo "go tool pprof -top printed no table"; cat "$pprof_out"; exit 1; }
+fi
+echo "README and docs: $nsql SQL results in ${#pages[@]} sessions, none empty; $nsh shell examples wrote $files files; $skipped blocks marked not run"

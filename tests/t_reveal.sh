@@ -43,10 +43,10 @@ q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXIST
 data=$(q -c "SHOW data_directory")
 
 # -- two roles with exactly README's recommended grants
-# readme_sql LINE: the SQL block that follows a README paragraph starting with LINE
+# readme_sql LINE: the SQL block that follows a docs/permissions.md paragraph starting with LINE
 readme_sql() {
 	awk -v start="$1" 'index($0, start) == 1 { on = 1 } on && /^```sql/ { sql = 1; next }
-		sql && /^```/ { exit } sql' "$HP_TOP/README.md" | sed "s/app_debugger/$2/g"
+		sql && /^```/ { exit } sql' "$HP_TOP/docs/permissions.md" | sed "s/app_debugger/$2/g"
 }
 for r in hp_rv hp_rv_other; do
 	q -c "CREATE ROLE $r LOGIN" -c "$(readme_sql 'role profile its own sessions:' $r)" \

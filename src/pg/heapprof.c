@@ -10,12 +10,8 @@
  * statements.c (stored profiles), objects.c (debug info of the loaded
  * objects).
  *
- * The layers, each using only those below it:
- *   SQL glue      control.c  reports.c  snapshots.c  exitdump.c  statements.c  objects.c
- *   arguments     args.c
- *   decisions     process.c (this process or process N)   store.c
- *   mechanisms    request.c  target.c  peak.c  recording.c  capture.c  analysis.c  fold.c
- *   foundations   shmem.c  files.c  errors.c  compat.h  (src/jemalloc.c, src/engine)
+ * The layers, each using only those below it, are drawn once, in
+ * docs/architecture.md (tests/t_layers.sh checks them on the built objects).
  */
 #include "postgres.h"
 
