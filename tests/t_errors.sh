@@ -125,6 +125,16 @@ kill -CONT "$stopped"
 stopped=
 wait "$rec"
 
+# -- a report cancelled mid-analysis: gdb needs heapprof's own symbols to
+#    read the symbolizer; a stripped build (the Debian package, whose symbols
+#    are in its -dbgsym) is checked by the runs on make install's builds
+so=$(pg_config --pkglibdir)/heapprof.so
+if ! readelf -S "$so" 2>/dev/null | grep -q '\.debug_info'; then
+	[ "$fail" -ne 0 ] ||
+		echo "errors: full base/pgsql_tmp and \$PGDATA/heapprof give 53100 with nothing left (own, pid =>, window, snapshot); NOTICEs name their cause; record ops named (cancelled report's symbol cache: not checked, $so is stripped)"
+	exit $fail
+fi
+
 # -- a report cancelled mid-analysis, after symbolizing (gdb, at hp_build_graph,
 #    sets the cancel flags and makes the engine's next unit of work poll
 #    them), keeps no symbolizer above a limit of 0: gdb
