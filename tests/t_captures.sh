@@ -10,6 +10,8 @@
 #    same total;
 #  - statements below the threshold and heapprof's own reports (its symbol
 #    caches) are not captured;
+#  - growth at the commit counts: a WITH HOLD cursor is captured, as its
+#    DECLARE in autocommit, as the COMMIT of a block;
 #  - heapprof.max_captures keeps the newest; a role reads only its own.
 set -euo pipefail
 q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
@@ -59,6 +61,20 @@ ours=$(q -c "SELECT line FROM heapprof_dump_text(dump => '$name', fold => false)
 theirs=$(jeprof --text "$(pg_config --bindir)/postgres" "$data/heapprof/captures/$name.heap" 2>/dev/null | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
 [ -n "$ours" ] && [ "$ours" = "$theirs" ] || { echo "capture total: heapprof $ours MB, jeprof $theirs MB"; exit 1; }
 
+# -- growth at the commit: a WITH HOLD cursor's rows are stored as its
+#    transaction commits, after the statement's end (in memory: work_mem);
+#    autocommit and a block
+cursor="DECLARE hp_held CURSOR WITH HOLD FOR SELECT md5(g::text) FROM generate_series(1, 300000) g ORDER BY 1"
+rm -f "$data"/heapprof/captures/*.heap
+list="SELECT count(*), bool_and(growth_bytes >= 10485760), bool_and(total_bytes >= 10485760), min(query) FROM heapprof_captures()"
+out=$(q -c "SET heapprof.capture_min_growth = '10MB'" -c "SET work_mem = '256MB'" -c "SELECT heapprof_enable()" -c "$gap" -c "$cursor" -c "$gap" -c "$list")
+[ "$(echo "$out" | tail -n1)" = "1|t|t|$cursor" ] || { echo "a WITH HOLD cursor in autocommit: $out"; exit 1; }
+rm -f "$data"/heapprof/captures/*.heap
+out=$(q -c "SET heapprof.capture_min_growth = '10MB'" -c "SET work_mem = '256MB'" -c "SELECT heapprof_enable()" -c "$gap" -c "BEGIN" -c "$cursor" \
+	-c "COMMIT" -c "$gap" -c "$list")
+[ "$(echo "$out" | tail -n1)" = "1|t|t|COMMIT" ] || { echo "a WITH HOLD cursor in a block: $out"; exit 1; }
+rm -f "$data"/heapprof/captures/*.heap
+
 # -- retention: the newest max_captures stay
 q -c "SET heapprof.capture_min_growth = '1MB'" -c "SET heapprof.max_captures = 3" -c "SELECT heapprof_enable()" \
 	-c "$gap" -c "$leak" -c "$gap" -c "$leak" -c "$gap" -c "$leak" >/dev/null
@@ -73,4 +89,4 @@ q -c "CREATE ROLE hp_capturer LOGIN" \
 psql -X -q -At -d postgres -U hp_capturer -v ON_ERROR_STOP=1 -c "SELECT heapprof_enable()" -c "$gap" -c "$leak" \
 	-c "SELECT count(*), min(usename) FROM heapprof_captures()" > "$w/own"
 [ "$(tail -n1 "$w/own")" = "1|hp_capturer" ] || { echo "a role's view of captures: $(cat "$w/own")"; exit 1; }
-echo "captures: leaks captured with queryid $queryid, text, role, database; hpt_leak_top on top in every form; jeprof agrees ($ours MB); small statements and reports left out; retention; roles"
+echo "captures: leaks captured with queryid $queryid, text, role, database; hpt_leak_top on top in every form; jeprof agrees ($ours MB); small statements and reports left out; WITH HOLD cursors captured at their commit (autocommit and block); retention; roles"

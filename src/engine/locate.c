@@ -231,6 +231,8 @@ hp_symbolize_profile(hp_arena *a, hp_symbolizer *s, const hp_profile *p, hp_loca
 			caller[k] |= j > 0;
 		}
 	}
+	if (out->pcs == NULL)
+		out->pcs = hp_alloc(a, sizeof(uint64_t));	/* never NULL: no stack is no address */
 	out->syms = hp_alloc(a, (out->npcs ? out->npcs : 1) * sizeof(hp_symbol));
 	calls = hp_alloc(a, (out->npcs ? out->npcs : 1) * sizeof(uint64_t));
 	for (size_t i = 0; i < out->npcs; i++)

@@ -5,15 +5,27 @@
  * With heapprof.capture_min_growth set, a top-level statement after which
  * the backend holds at least that much more than before it began is
  * captured: the sampled allocations it made that are still live when it
- * ends -- what it left behind, by stack -- with its queryid, text (at most
- * HP_MAX_QUERY bytes), database, time and growth, stored as
+ * is over -- what it left behind, by stack -- with its queryid, text (at
+ * most HP_MAX_QUERY bytes), database, time and growth, stored as
  * $PGDATA/heapprof/captures/NAME.heap, which every report reads with
  * dump => NAME.  The allocations come from jemalloc's record of recent
  * ones (recording.c), kept while the setting is on; a statement that made
  * more sampled allocations than the record holds is marked partial.
  *
+ * A statement is over when its commit is: a WITH HOLD cursor, ON COMMIT
+ * actions and deferred triggers grow memory at the commit, after the
+ * statement's own end.  So a statement below the threshold at its end is
+ * measured again at its commit (two plain reads: nothing there may
+ * allocate or fail, an error can PANIC), and if it passed the threshold by
+ * then -- the transaction's own memory is freed only after that point --
+ * it is judged again, and captured, when the session's next statement
+ * begins, with the allocations made from its start to its commit.  A
+ * session that goes idle after such a commit is captured when it runs its
+ * next statement; one that exits frees that memory anyway.
+ *
  * A statement below the threshold costs two reads of this thread's
- * counters at its start and two at its end.  The oldest captures go first
+ * counters at its start, two at its end, a copy of its text and two at its
+ * commit.  The oldest captures go first
  * beyond heapprof.max_captures files or heapprof.max_capture_bytes.  A
  * capture belongs to the role that logged in, as exit dumps do, and is read
  * with its privileges.
@@ -61,6 +73,23 @@ static int64 start_net;			/* bytes held when it began */
 static int64 start_clock;		/* jemalloc's clock when it began */
 static int64 start_symbols;		/* heapprof's symbol caches then: never a statement's growth */
 
+/* The statement that ended last below the threshold, measured again at its commit. */
+typedef struct ended
+{
+	bool		candidate;		/* measure it at the commit */
+	bool		pending;		/* it passed the threshold there: judge it at the next statement */
+	uint64		queryid;
+	int64		start_net;
+	int64		start_clock;
+	int64		start_symbols;
+	int64		commit_clock;	/* jemalloc's clock at its commit; 0: none yet */
+	char		query[HP_MAX_QUERY + 1];
+} ended;
+
+static ended last;
+
+static void judge_last(void);
+
 static void
 assign_min_growth(int newval, void *extra)
 {
@@ -78,8 +107,14 @@ static bool
 begin(void)
 {
 	/* a parallel worker's part is its leader's statement */
-	if (min_growth_kb < 0 || watching() || IsParallelWorker() || hpj_probe() != HPJ_USABLE)
+	if (watching() || IsParallelWorker())
 		return false;
+	if (min_growth_kb < 0 || hpj_probe() != HPJ_USABLE)
+	{
+		last.candidate = last.pending = false;
+		return false;
+	}
+	judge_last();				/* one that grew at its commit */
 	start_net = hpj_thread_net();
 	start_clock = hpj_clock_ns();
 	start_symbols = hpg_symbolizer_bytes();
@@ -182,12 +217,12 @@ keep(const char *text, size_t len)
  * timeout or running out of memory end the statement as anywhere else.
  */
 static void
-capture(int64 growth, uint64 queryid, const char *source, int location, int length)
+capture(int64 growth, const ended *e)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof capture",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
-	int64		end_clock = hpj_clock_ns();
+	int64		end_clock = e->commit_clock ? e->commit_clock : hpj_clock_ns();
 	char		path[MAXPGPATH];
 
 	hpg_unsampled_while_context();
@@ -214,13 +249,13 @@ capture(int64 growth, uint64 queryid, const char *source, int location, int leng
 			initStringInfo(&heap);
 
 			/* written also with no stack left in the record: which statement grew is worth keeping */
-			c->queryid = (long long) queryid;
+			c->queryid = (long long) e->queryid;
 			c->growth = growth;
 			strlcpy(c->database, database_name(), sizeof(c->database));
-			statement_text(source, location, length, c->query, sizeof(c->query));
+			strlcpy(c->query, e->query, sizeof(c->query));
 			initStringInfo(&out);
 			hpg_append_meta(&out, MyProcPid, GetAuthenticatedUserId(), GetBackendTypeDesc(MyBackendType));
-			hpg_recent_heap(&json, start_clock, end_clock, HP_RECENT_LIVE, &heap, &st);
+			hpg_recent_heap(&json, e->start_clock, end_clock, HP_RECENT_LIVE, &heap, &st);
 			c->partial = st.truncated;
 			appendBinaryStringInfo(&out, lines, (int) hp_format_capture(lines, HP_CAPTURE_MAX, c));
 			appendBinaryStringInfo(&out, lines, (int) hpg_identity_text(lines, HP_IDENTITY_MAX, false));
@@ -239,15 +274,46 @@ capture(int64 growth, uint64 queryid, const char *source, int location, int leng
 	MemoryContextDelete(cxt);
 }
 
+/* Growth since start, heapprof's own symbol caches left out. */
+static int64
+growth_since(int64 net, int64 symbols)
+{
+	return hpj_thread_net() - net - (hpg_symbolizer_bytes() - symbols);
+}
+
+/* A watched statement ended: captured now, or measured again at its commit. */
 static void
 end(uint64 queryid, const char *source, int location, int length)
 {
-	int64		growth = hpj_thread_net() - start_net - (hpg_symbolizer_bytes() - start_symbols);
+	int64		growth = growth_since(start_net, start_symbols);
 
 	watched_query = NULL;
 	watching_utility = false;
-	if (min_growth_kb >= 0 && growth >= (int64) min_growth_kb * 1024)
-		capture(growth, queryid, source, location, length);
+	last.candidate = last.pending = false;
+	last.queryid = queryid;
+	last.start_net = start_net;
+	last.start_clock = start_clock;
+	last.start_symbols = start_symbols;
+	last.commit_clock = 0;
+	statement_text(source, location, length, last.query, sizeof(last.query));
+	if (growth >= (int64) min_growth_kb * 1024)
+		capture(growth, &last);
+	else
+		last.candidate = true;
+}
+
+/* Judge the statement that grew at its commit: captured if it still holds enough. */
+static void
+judge_last(void)
+{
+	int64		growth;
+
+	if (!last.pending)
+		return;
+	last.pending = false;
+	growth = growth_since(last.start_net, last.start_symbols);
+	if (growth >= (int64) min_growth_kb * 1024)
+		capture(growth, &last);
 }
 
 static void
@@ -299,7 +365,11 @@ process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		end(queryid, queryString, location, length);
 }
 
-/* A statement that failed is not watched any more. */
+/*
+ * A statement that failed is not watched any more; one that ended below
+ * the threshold is measured again at its commit (plain reads: nothing here
+ * may fail).
+ */
 static void
 xact_callback(XactEvent event, void *arg)
 {
@@ -307,6 +377,12 @@ xact_callback(XactEvent event, void *arg)
 	{
 		watched_query = NULL;
 		watching_utility = false;
+	}
+	else if (event == XACT_EVENT_COMMIT && last.candidate)
+	{
+		last.candidate = false;
+		last.commit_clock = hpj_clock_ns();
+		last.pending = growth_since(last.start_net, last.start_symbols) >= (int64) min_growth_kb * 1024;
 	}
 }
 

@@ -217,6 +217,8 @@ t_locate(hp_arena *a, const hp_profile *p, const t_name *names, size_t nnames, h
 	for (size_t i = 0; i < p->nsamples; i++)
 		for (uint32_t j = 0; j < p->samples[i].npcs; j++)
 			hp_located_add(a, out, p->samples[i].pcs[j], NULL);
+	if (out->pcs == NULL)
+		out->pcs = hp_alloc(a, sizeof(uint64_t));
 	out->syms = hp_alloc(a, (out->npcs + 1) * sizeof(hp_symbol));
 	for (size_t i = 0; i < out->npcs; i++)
 	{
