@@ -18,6 +18,13 @@
 # allocating, and the grants go to roles app_debugger and trusted_debugger.
 set -euo pipefail
 cd "$HP_TOP"
+
+# the install blocks are not run here (t_package builds and installs): the
+# package file they name is the one make deb makes of this tree
+deb="postgresql-15-heapprof_$(dpkg-parsechangelog -l debian/changelog -SVersion)_$(dpkg --print-architecture).deb"
+for page in README.md docs/setup.md; do
+	grep -q "debs/$deb" "$page" || { echo "$page does not name debs/$deb"; exit 1; }
+done
 db=hp_readme
 w=$(mktemp -d)
 chmod 755 "$w"
