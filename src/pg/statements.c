@@ -41,6 +41,7 @@
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "tcop/tcopprot.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -115,6 +116,7 @@ begin(void)
 		return false;
 	}
 	judge_last();				/* one that grew at its commit */
+	last.candidate = false;		/* a later commit is this statement's */
 	start_net = hpj_thread_net();
 	start_clock = hpj_clock_ns();
 	start_symbols = hpg_symbolizer_bytes();
@@ -290,6 +292,8 @@ end(uint64 queryid, const char *source, int location, int length)
 	watched_query = NULL;
 	watching_utility = false;
 	last.candidate = last.pending = false;
+	if (min_growth_kb < 0)
+		return;					/* turned off by the statement itself */
 	last.queryid = queryid;
 	last.start_net = start_net;
 	last.start_clock = start_clock;
@@ -319,7 +323,12 @@ judge_last(void)
 static void
 executor_start(QueryDesc *queryDesc, int eflags)
 {
-	bool		watch = begin();
+	/*
+	 * Only the client's statement: a deferred trigger's or a function's
+	 * query has a text of its own (and one a commit runs must not be
+	 * watched: nothing may be written during a commit)
+	 */
+	bool		watch = queryDesc->sourceText == debug_query_string && begin();
 
 	if (prev_executor_start)
 		prev_executor_start(queryDesc, eflags);
@@ -373,16 +382,21 @@ process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 static void
 xact_callback(XactEvent event, void *arg)
 {
-	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
 	{
+		/* a statement that failed, or whose transaction did not commit here */
 		watched_query = NULL;
 		watching_utility = false;
+		last.candidate = last.pending = false;
 	}
-	else if (event == XACT_EVENT_COMMIT && last.candidate)
+	else if (event == XACT_EVENT_COMMIT && last.candidate && !watching())
 	{
+		/* the commit of the statement that ended (a procedure's COMMIT is its own) */
 		last.candidate = false;
 		last.commit_clock = hpj_clock_ns();
-		last.pending = growth_since(last.start_net, last.start_symbols) >= (int64) min_growth_kb * 1024;
+		last.pending = min_growth_kb >= 0 &&
+			growth_since(last.start_net, last.start_symbols) >= (int64) min_growth_kb * 1024;
 	}
 }
 
