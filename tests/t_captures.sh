@@ -12,6 +12,9 @@
 #    caches) are not captured;
 #  - growth at the commit counts: a WITH HOLD cursor is captured, as its
 #    DECLARE in autocommit, as the COMMIT of a block;
+#  - a deferred trigger's memory is its INSERT's (found at the commit), and
+#    neither a statement that failed at its commit nor the SET that turns
+#    captures off is captured;
 #  - heapprof.max_captures keeps the newest; a role reads only its own.
 set -euo pipefail
 q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
@@ -73,6 +76,28 @@ rm -f "$data"/heapprof/captures/*.heap
 out=$(q -c "SET heapprof.capture_min_growth = '10MB'" -c "SET work_mem = '256MB'" -c "SELECT heapprof_enable()" -c "$gap" -c "BEGIN" -c "$cursor" \
 	-c "COMMIT" -c "$gap" -c "$list")
 [ "$(echo "$out" | tail -n1)" = "1|t|t|COMMIT" ] || { echo "a WITH HOLD cursor in a block: $out"; exit 1; }
+rm -f "$data"/heapprof/captures/*.heap
+
+# -- the statement a capture names: never the query of a deferred trigger
+#    (its memory is its statement's, found at the commit), never a statement
+#    that failed at its commit, never the SET that turns captures off
+big="PERFORM set_config('hp.big', repeat('b', 20000000), false)"
+q >/dev/null <<SQL
+CREATE TABLE hp_cap_d(x int);
+CREATE FUNCTION hp_cap_trg() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN $big; RETURN NULL; END \$\$;
+CREATE CONSTRAINT TRIGGER hp_cap_dt AFTER INSERT ON hp_cap_d DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION hp_cap_trg();
+CREATE TABLE hp_cap_u(x int UNIQUE DEFERRABLE INITIALLY DEFERRED);
+CREATE PROCEDURE hp_cap_p() LANGUAGE plpgsql AS \$\$ BEGIN $big; COMMIT; RAISE EXCEPTION 'after the commit'; END \$\$;
+SQL
+rm -f "$data"/heapprof/captures/*.heap
+psql -X -q -At -d postgres -c "SET heapprof.capture_min_growth = '4MB'" -c "SELECT heapprof_enable()" \
+	-c "$gap" -c "INSERT INTO hp_cap_d VALUES (1)" -c "$gap" \
+	-c "INSERT INTO hp_cap_u VALUES (1), (1)" -c "CALL hp_cap_p()" -c "$gap" \
+	-c "SET heapprof.capture_min_growth = '1MB'" -c "SET heapprof.capture_min_growth = -1" -c "$gap" >/dev/null 2>&1 || true
+out=$(q -c "SELECT query FROM heapprof_captures() ORDER BY name")
+[ "$out" = "INSERT INTO hp_cap_d VALUES (1)" ] || { echo "captures of a deferred trigger, a failed commit, a SET: $out"; exit 1; }
+q -c "DROP TABLE hp_cap_d, hp_cap_u" -c "DROP FUNCTION hp_cap_trg()" -c "DROP PROCEDURE hp_cap_p()" >/dev/null
 rm -f "$data"/heapprof/captures/*.heap
 
 # -- retention: the newest max_captures stay
