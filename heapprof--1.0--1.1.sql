@@ -124,6 +124,9 @@ DECLARE
     r pg_catalog.regrole := @extschema@.heapprof_grant_check(role, workflows);
     f pg_catalog.regprocedure;
 BEGIN
+    -- rows of roles dropped since (a regrole holds no dependency) go first
+    DELETE FROM @extschema@.heapprof_grants g
+    WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) g.role);
     INSERT INTO @extschema@.heapprof_grants
     SELECT DISTINCT r, w FROM pg_catalog.unnest(workflows) AS w
     ON CONFLICT DO NOTHING;
@@ -148,11 +151,14 @@ DECLARE
     f pg_catalog.regprocedure;
 BEGIN
     DELETE FROM @extschema@.heapprof_grants g
-    WHERE g.role OPERATOR(pg_catalog.=) r AND g.workflow OPERATOR(pg_catalog.=) ANY (workflows);
+    WHERE (g.role OPERATOR(pg_catalog.=) r AND g.workflow OPERATOR(pg_catalog.=) ANY (workflows))
+       OR NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) g.role);
     FOR f IN SELECT DISTINCT w.function FROM @extschema@.heapprof_workflows() w,
                     pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
              WHERE w.workflow OPERATOR(pg_catalog.=) ANY (workflows)
                AND p.oid OPERATOR(pg_catalog.=) w.function AND a.grantee OPERATOR(pg_catalog.=) r
+               -- what this REVOKE removes: the owner's grant, not another grantor's
+               AND a.grantor OPERATOR(pg_catalog.=) p.proowner
              EXCEPT
              SELECT w.function FROM @extschema@.heapprof_workflows() w
              JOIN @extschema@.heapprof_grants g ON g.workflow OPERATOR(pg_catalog.=) w.workflow

@@ -94,5 +94,21 @@ SELECT count(*) AS revoked FROM heapprof_revoke('heapprof_alice');
 SELECT fn AS alice_keeps FROM heapprof_functions
 WHERE has_function_privilege('heapprof_alice', fn, 'EXECUTE');
 SELECT count(*) AS rows_left FROM heapprof_grants;
+-- a role dropped without a revoke leaves no row behind the next grant
+CREATE ROLE heapprof_gone;
+SELECT count(*) > 0 AS granted FROM heapprof_grant('heapprof_gone', 'own');
+DROP OWNED BY heapprof_gone;
+DROP ROLE heapprof_gone;
+SELECT count(*) > 0 AS granted FROM heapprof_grant('heapprof_alice', 'own');
+SELECT role, workflow FROM heapprof_grants ORDER BY 1;
+-- a revoke lists only what it removed: not a grant another grantor made
+GRANT EXECUTE ON FUNCTION heapprof_snapshots() TO heapprof_monitor WITH GRANT OPTION;
+SET ROLE heapprof_monitor;
+GRANT EXECUTE ON FUNCTION heapprof_snapshots() TO heapprof_alice;
+RESET ROLE;
+SELECT count(*) AS listed FROM heapprof_revoke('heapprof_alice', 'leaks') f WHERE f = 'heapprof_snapshots()'::regprocedure;
+SELECT has_function_privilege('heapprof_alice', 'heapprof_snapshots()', 'EXECUTE') AS granted_by_monitor;
+REVOKE EXECUTE ON FUNCTION heapprof_snapshots() FROM heapprof_monitor CASCADE;
+SELECT count(*) AS revoked FROM heapprof_revoke('heapprof_alice');
 DROP ROLE heapprof_alice;
 DROP ROLE heapprof_monitor;
