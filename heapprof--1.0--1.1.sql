@@ -101,6 +101,11 @@ BEGIN
             USING ERRCODE = 'undefined_object',
                   HINT = 'Create the role first (CREATE ROLE); heapprof grants nothing to PUBLIC.';
     END IF;
+    IF pg_catalog.cardinality(workflows) IS NOT DISTINCT FROM 0 OR workflows IS NULL THEN
+        RAISE EXCEPTION 'no heapprof workflow given'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Name one or more of own, leaks, processes, history and trusted.';
+    END IF;
     SELECT w INTO bad FROM pg_catalog.unnest(workflows) AS w
     WHERE w IS NULL OR w OPERATOR(pg_catalog.<>) ALL (ARRAY['own', 'leaks', 'processes', 'history', 'trusted'])
     LIMIT 1;
