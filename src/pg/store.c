@@ -584,9 +584,10 @@ hpg_draft_publish(hpg_draft *d, const char *name, bool replace)
 	char		final[MAXPGPATH];
 	int			rc;
 
-	if (d->fd >= 0 && (pg_fsync(d->fd) != 0 || close(d->fd) != 0))
+	/* a replaced file (a peak) outlives neither its process nor a restart: no fsync */
+	if (d->fd >= 0 && ((!replace && pg_fsync(d->fd) != 0) || close(d->fd) != 0))
 		return draft_failed(d, 0);
-	if (d->fd < 0 && (rc = sync_path(d->path, false)) != 0)
+	if (d->fd < 0 && !replace && (rc = sync_path(d->path, false)) != 0)
 		return draft_failed(d, rc);
 	d->fd = -1;
 	hpg_store_path(final, d->dir, name);
@@ -595,7 +596,8 @@ hpg_draft_publish(hpg_draft *d, const char *name, bool replace)
 	if (rc != 0)
 		return draft_failed(d, rc);
 	d->path[0] = '\0';
-	(void) sync_path(d->dir, true);
+	if (!replace)
+		(void) sync_path(d->dir, true);
 	return 0;
 }
 

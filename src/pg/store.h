@@ -94,7 +94,11 @@ extern int	hpg_draft_close(hpg_draft *d);
 extern int	hpg_draft_write(hpg_draft *d, const char *buf, size_t len);
 /* Append the regular file at path (not a link), at most HPG_MAX_FILE_BYTES. */
 extern int	hpg_draft_append_file(hpg_draft *d, const char *path);
-/* fsync and rename to DIR/NAME.heap; replace false: EEXIST if it exists. */
+/*
+ * fsync and rename to DIR/NAME.heap; EEXIST if it exists.  replace: a file
+ * that replaces the last of its name and outlives neither its process nor
+ * a server start (a peak): renamed over it, not synced.
+ */
 extern int	hpg_draft_publish(hpg_draft *d, const char *name, bool replace);
 extern void hpg_draft_discard(hpg_draft *d);
 
