@@ -209,17 +209,6 @@ find_slot(const hp_map *m, const void *key, size_t len)
 }
 
 size_t
-hp_map_get(const hp_map *m, const void *key, size_t len)
-{
-	uint32_t	s;
-
-	if (m->nslots == 0)
-		return SIZE_MAX;
-	s = m->slots[find_slot(m, key, len)];
-	return s ? s - 1 : SIZE_MAX;
-}
-
-size_t
 hp_map_put(hp_map *m, const void *key, size_t len, bool *added)
 {
 	size_t		i;

@@ -75,7 +75,5 @@ typedef struct hp_map
 extern void hp_map_init(hp_map *m, hp_arena *a);
 /* Index of key; adds a copy of it when absent and *added is set. */
 extern size_t hp_map_put(hp_map *m, const void *key, size_t len, bool *added);
-/* Index of key, or SIZE_MAX. */
-extern size_t hp_map_get(const hp_map *m, const void *key, size_t len);
 
 #endif
