@@ -233,6 +233,25 @@ check(const char *name, section s, size_t n)
 	}
 	generate(s, 10 * n, &g);
 	large = measure(s, &g, &polls);
+	/*
+	 * A loaded machine can slow one measurement; a super-linear reader is
+	 * slow every time: measure both again, up to twice, before judging.
+	 */
+	for (int again = 0; again < 2 && large > MAX_RATIO * small; again++)
+	{
+		double		l;
+		double		sm;
+
+		generate(s, n, &g);
+		sm = measure(s, &g, &polls);
+		generate(s, 10 * n, &g);
+		l = measure(s, &g, &polls);	/* last: polls are the large input's */
+		if (l / sm < large / small)
+		{
+			large = l;
+			small = sm;
+		}
+	}
 	printf("# %s: %zu: %.0f ms, %zu: %.0f ms CPU (%.1fx)\n", name, n, small / 1e6,
 		   10 * n, large / 1e6, large / small);
 	snprintf(what, sizeof(what), "%s: 10x input (%zu) costs at most %.0fx the time", name,
