@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# t_upgrade.sh -- a 1.0 database updated equals a fresh install (cluster (a)):
-#  - the installed heapprof--1.0.sql is the released 1.0, byte for byte (its
-#    SHA-256 pinned here, and the release commit's blob when HP_TOP is a git
-#    checkout): a released script is never edited, every change is an update
-#    script;
+# t_upgrade.sh -- a 1.0 or 1.1 database updated equals a fresh install
+# (cluster (a)):
+#  - the installed released scripts (heapprof--1.0.sql, heapprof--1.0--1.1.sql)
+#    are the released ones, byte for byte (SHA-256 pinned here, and the release
+#    commit's blob when HP_TOP is a git checkout): a released script is never
+#    edited, every change is a new update script;
 #  - every version the control file can reach has an update path from 1.0;
 #  - in one database CREATE EXTENSION heapprof VERSION '1.0', then ALTER
-#    EXTENSION heapprof UPDATE; in another a fresh CREATE EXTENSION heapprof;
+#    EXTENSION heapprof UPDATE; in one the same from 1.1; in another a fresh
+#    CREATE EXTENSION heapprof;
 #    then the catalogs are compared: the extension (version, schema,
 #    requires, configuration tables), its members, functions with full
 #    signatures, result types, language, symbol, volatility, strictness,
@@ -18,15 +20,16 @@
 # Under tests/run with HP_FROM_PACKAGE=1 the scripts are the Debian package's,
 # so this also proves that the package ships the update script.
 set -euo pipefail
-# the commit whose heapprof--1.0.sql is the released 1.0 (main when 1.1 began)
-release=7f8ab3f0cddcf049ab687d98c44afdc3913c18b9
-release_sha256=b660d19cf92d49e7eb42e30cc553d35bacb1f748097a59c58f7df98be5bd6a7d
+# every released script, the commit it was released in and its SHA-256:
+# released scripts are never edited, every change is a new update script
+released="heapprof--1.0.sql 7f8ab3f0cddcf049ab687d98c44afdc3913c18b9 b660d19cf92d49e7eb42e30cc553d35bacb1f748097a59c58f7df98be5bd6a7d
+heapprof--1.0--1.1.sql 4680a73 1bab6e3e018e6ad09a06308e394436bb3afe23a4a16cf31672a3ee5b9c320540"
 q() { psql -X -q -At -d "${DB:-postgres}" -v ON_ERROR_STOP=1 "$@"; }
 fail() { echo "$*"; exit 1; }
 w=$(mktemp -d)
 cleanup() {
-	q -c "DROP DATABASE IF EXISTS hp_up_old" -c "DROP DATABASE IF EXISTS hp_up_new" \
-	  -c "DROP ROLE IF EXISTS hp_up_role" >/dev/null 2>&1 || true
+	q -c "DROP DATABASE IF EXISTS hp_up_old" -c "DROP DATABASE IF EXISTS hp_up_mid" \
+	  -c "DROP DATABASE IF EXISTS hp_up_new" -c "DROP ROLE IF EXISTS hp_up_role" >/dev/null 2>&1 || true
 	[ -n "${HP_KEEP:-}" ] && cp "$w/fresh" "$HP_KEEP"
 	rm -rf "$w"
 }
@@ -34,17 +37,20 @@ trap cleanup EXIT
 
 ext=$("${PG_CONFIG:-pg_config}" --sharedir)/extension
 installed=$ext/heapprof--1.0.sql
-[ -f "$installed" ] || fail "no $installed"
-[ "$(sha256sum <"$installed" | cut -d' ' -f1)" = "$release_sha256" ] ||
-	fail "$installed is not the released 1.0 (SHA-256 differs): put the change in an update script"
-if git -C "$HP_TOP" rev-parse --git-dir >/dev/null 2>&1; then
-	git -C "$HP_TOP" show "$release:heapprof--1.0.sql" >"$w/released.sql" ||
-		fail "the release commit $release is not in $HP_TOP's history"
-	cmp -s "$w/released.sql" "$installed" || fail "$installed differs from $release:heapprof--1.0.sql"
-fi
+while read -r script commit sum; do
+	[ -f "$ext/$script" ] || fail "no $ext/$script"
+	[ "$(sha256sum <"$ext/$script" | cut -d' ' -f1)" = "$sum" ] ||
+		fail "$ext/$script is not the released one (SHA-256 differs): put the change in an update script"
+	if git -C "$HP_TOP" rev-parse --git-dir >/dev/null 2>&1; then
+		git -C "$HP_TOP" show "$commit:$script" >"$w/released.sql" ||
+			fail "the release commit $commit is not in $HP_TOP's history"
+		cmp -s "$w/released.sql" "$ext/$script" || fail "$ext/$script differs from $commit:$script"
+	fi
+done <<<"$released"
+release=7f8ab3f0cddcf049ab687d98c44afdc3913c18b9
 default=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ext/heapprof.control")
 
-q -c "CREATE DATABASE hp_up_old" -c "CREATE DATABASE hp_up_new" >/dev/null
+q -c "CREATE DATABASE hp_up_old" -c "CREATE DATABASE hp_up_mid" -c "CREATE DATABASE hp_up_new" >/dev/null
 # a DBA's grant on a function the update changes survives it
 q -c "CREATE ROLE hp_up_role" >/dev/null
 DB=hp_up_old q -c "CREATE EXTENSION heapprof VERSION '1.0'" \
@@ -61,6 +67,7 @@ DB=hp_up_old q -c "ALTER EXTENSION heapprof UPDATE" >/dev/null
 [ "$(DB=hp_up_old q -c "SELECT has_function_privilege('hp_up_role', 'heapprof_status(integer)', 'EXECUTE')")" = t ] ||
 	fail "the update lost a DBA's grant on heapprof_status()"
 DB=hp_up_old q -c "REVOKE EXECUTE ON FUNCTION heapprof_status(integer) FROM hp_up_role" >/dev/null
+DB=hp_up_mid q -c "CREATE EXTENSION heapprof VERSION '1.1'" -c "ALTER EXTENSION heapprof UPDATE" >/dev/null
 DB=hp_up_new q -c "CREATE EXTENSION heapprof" >/dev/null
 
 # everything an install leaves in the catalog, one line per fact, sorted;
@@ -114,7 +121,10 @@ FROM pg_init_privs ip JOIN m ON ip.classoid = m.classid AND ip.objoid = m.objid
 ORDER BY 1;
 SQL
 DB=hp_up_old q -f "$w/catalog.sql" >"$w/updated"
+DB=hp_up_mid q -f "$w/catalog.sql" >"$w/mid"
 DB=hp_up_new q -f "$w/catalog.sql" >"$w/fresh"
+diff -u --label "1.1 + ALTER EXTENSION UPDATE" --label "CREATE EXTENSION (fresh)" "$w/mid" "$w/fresh" ||
+	fail "an updated 1.1 differs from a fresh install (above)"
 diff -u --label "1.0 + ALTER EXTENSION UPDATE" --label "CREATE EXTENSION (fresh)" "$w/updated" "$w/fresh" ||
 	fail "an updated 1.0 differs from a fresh install (above)"
 [ "$(grep '^extension ' "$w/fresh")" = "extension $default schema public relocatable false config heapprof_grants conditions " ] ||

@@ -1358,7 +1358,7 @@ main(int argc, char **argv)
 				timeout = optarg;
 				break;
 			case 'V':
-				printf("pg_heapprof (heapprof) 1.1\n");
+				printf("pg_heapprof (heapprof) 1.2\n");
 				return 0;
 			default:
 				fprintf(stderr, "Try \"%s --help\" for more information.\n", progname);
