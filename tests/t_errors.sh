@@ -8,7 +8,7 @@
 #    over $PGDATA/heapprof for a persisted snapshot;
 #  - a NOTICE on an empty report names its cause: the filter's kept stacks
 #    that sum to zero against a base, a window that recorded nothing;
-#  - heapprof_requests() names every operation (record, records);
+#  - heapprof_requests() names every operation (window start, window fetch);
 #  - a report cancelled mid-analysis still counts the symbol cache's growth:
 #    with heapprof.symbol_cache_limit = 0 nothing stays cached after it
 #    (gdb raises the cancel inside the engine right after symbolizing).
@@ -108,7 +108,7 @@ case $out in
 	*) bad "an idle window: expected no allocation during the window, got: $out" ;;
 esac
 
-# -- heapprof_requests() names a record request
+# -- heapprof_requests() names a window request
 stopped=$tgt
 kill -STOP "$stopped"
 q -c "SET heapprof.request_timeout = '30s'" -c "SELECT count(*) FROM heapprof_allocations(seconds => 0.1, pid => $tgt)" \
@@ -120,7 +120,7 @@ for _ in $(seq 50); do
 	[ -n "$op" ] && break
 	sleep 0.1
 done
-[ "$op" = record ] || bad "heapprof_requests() names a record request '$op'"
+[ "$op" = "window start" ] || bad "heapprof_requests() names a window request '$op'"
 kill -CONT "$stopped"
 stopped=
 wait "$rec"
@@ -131,7 +131,7 @@ wait "$rec"
 so=$(pg_config --pkglibdir)/heapprof.so
 if ! readelf -S "$so" 2>/dev/null | grep -q '\.debug_info'; then
 	[ "$fail" -ne 0 ] ||
-		echo "errors: full base/pgsql_tmp and \$PGDATA/heapprof give 53100 with nothing left (own, pid =>, window, snapshot); NOTICEs name their cause; record ops named (cancelled report's symbol cache: not checked, $so is stripped)"
+		echo "errors: full base/pgsql_tmp and \$PGDATA/heapprof give 53100 with nothing left (own, pid =>, window, snapshot); NOTICEs name their cause; window ops named (cancelled report's symbol cache: not checked, $so is stripped)"
 	exit $fail
 fi
 
@@ -158,5 +158,5 @@ grep -q "canceling statement due to user request" "$w/cancel.out" ||
 	bad "the report was not cancelled: $(cat "$w/cancel.out") $(tail -5 "$w/gdb.log")"
 [ "$kept" = 1 ] || bad "a report cancelled after symbolizing kept its symbolizer above a limit of 0 (symbolizer == 0: '$kept')"
 [ "$fail" -ne 0 ] ||
-	echo "errors: full base/pgsql_tmp and \$PGDATA/heapprof give 53100 with nothing left (own, pid =>, window, snapshot); NOTICEs name their cause; record ops named; a cancelled report drops its symbol cache"
+	echo "errors: full base/pgsql_tmp and \$PGDATA/heapprof give 53100 with nothing left (own, pid =>, window, snapshot); NOTICEs name their cause; window ops named; a cancelled report drops its symbol cache"
 exit $fail

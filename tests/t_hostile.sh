@@ -119,10 +119,21 @@ out=$(q -c "SET statement_timeout = '20s'" -c "SELECT name FROM heapprof_snapsho
 	{ echo "listing failed: $out"; exit 1; }
 [ $((SECONDS - start)) -lt 10 ] || { echo "listing took $((SECONDS - start)) s"; exit 1; }
 grep -qx hp_ok <<<"$out" || { echo "listing lost the good snapshot: $out"; exit 1; }
+# heapprof_stored() lists every kind, so the same
+out=$out$'\n'$(q -c "SET statement_timeout = '20s'" -c "SELECT name FROM heapprof_stored() ORDER BY name" 2>&1) ||
+	{ echo "heapprof_stored() failed: $out"; exit 1; }
+[ "$(grep -cx hp_ok <<<"$out")" = 2 ] || { echo "heapprof_stored() lost the good snapshot: $out"; exit 1; }
 for bad in hp_fifo hp_dir hp_link hp_huge hp_empty; do
 	grep -qx "$bad" <<<"$out" && { echo "listed $bad"; exit 1; }
-	grep -q "WARNING:.*$bad" <<<"$out" || { echo "no WARNING for $bad: $out"; exit 1; }
-	expect_error XX001 -c "SET statement_timeout = '20s'" -c "SELECT * FROM heapprof_top(1, stored => '$bad')" ||
+	[ "$(grep -c "WARNING:.*$bad" <<<"$out")" = 2 ] || { echo "not one WARNING for $bad in each listing: $out"; exit 1; }
+	# too big is the size's error, with its way out; anything else is not a profile
+	code=XX001; [ $bad = hp_huge ] && code=54000
+	if [ $bad = hp_huge ]; then
+		huge=$(q -c "SELECT * FROM heapprof_top(1, stored => '$bad')" 2>&1) || true
+		grep -q 'HINT:.*heapprof-report' <<<"$huge" ||
+			{ echo "a profile over 256 MB: no hint to report on it off the server: $huge"; exit 1; }
+	fi
+	expect_error $code -c "SET statement_timeout = '20s'" -c "SELECT * FROM heapprof_top(1, stored => '$bad')" ||
 		{ echo "stored => '$bad' not refused cleanly"; exit 1; }
 done
 [ $((SECONDS - start)) -lt 30 ] || { echo "readers took $((SECONDS - start)) s"; exit 1; }

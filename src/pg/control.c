@@ -267,7 +267,7 @@ heapprof_backends(PG_FUNCTION_ARGS)
 Datum
 heapprof_requests(PG_FUNCTION_ARGS)
 {
-	static const char *const ops[] = {"status", "enable", "disable", "reset", "dump", "record", "records"};
+	static const char *const ops[] = {"status", "enable", "disable", "reset", "dump", "window start", "window fetch"};
 	static const char *const states[] = {"free", "pending", "working", "done", "abandoned"};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	hpg_slot	copy[HPG_NSLOTS];

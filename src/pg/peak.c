@@ -39,8 +39,8 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "capture.h"
 #include "jemalloc.h"
+#include "myprofile.h"
 #include "peak.h"
 #include "recording.h"
 #include "store.h"
