@@ -5,14 +5,12 @@
  * so a dump saved with heapprof_dump_raw() (or written by any jemalloc
  * process on this machine) can be read offline and compared with jeprof.
  */
-#include "engine/report.h"
-#include "fetch.h"
+#include "cli_engine.h"
 #include "fold_names.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +54,6 @@ usage(FILE *f)
 			"fetched by the build-ids the dump recorded (debuginfod, bounded timeouts).\n");
 }
 
-/* debuginfod, when DEBUGINFOD_URLS names servers */
-static hp_fetch *fetch;
-
 static char *
 read_file(const char *path, size_t *len)
 {
@@ -101,28 +96,6 @@ read_file(const char *path, size_t *len)
 	fclose(f);
 	*len = n;
 	return buf;
-}
-
-/*
- * The engine's environment: malloc, and an error is a message naming the
- * dump, then exit status 1 (a malformed dump, memory).
- */
-static const char *dump_path;
-
-static void
-env_error(void *ctx, hp_status code, const char *message)
-{
-	(void) ctx;
-	(void) code;
-	fprintf(stderr, "heapprof-report: %s: %s\n", dump_path, message);
-	exit(1);
-}
-
-static bool
-env_match(void *ctx, void *pattern, const char *s)
-{
-	(void) ctx;
-	return regexec(pattern, s, 0, NULL, 0) == 0;
 }
 
 /* One object's identity verdict, to the FILE arg: "# identity OBJECT: EVIDENCE [MISMATCH]" */
@@ -169,7 +142,7 @@ elapsed_ms(const struct timespec *t0)
  * later reports.  r is replaced by the warm run's result.
  */
 static void
-print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
+print_stats(hp_arena *a, const hp_cli_engine *e, const char *dump, size_t len,
 			const char *base, size_t base_len,
 			const hp_options *o, hp_report_kind kind, hp_result *r)
 {
@@ -180,8 +153,8 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 
 	if (cold == NULL)
 		return;
-	if (fetch)
-		hp_fetch_attach(fetch, cold);
+	if (e->fetch)
+		hp_fetch_attach(e->fetch, cold);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	hp_analyze(a, cold, dump, len, base, base_len, o, kind, SIZE_MAX, r);
 	cold_ms = elapsed_ms(&t0);
@@ -189,9 +162,9 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	hp_symbolizer_free(cold);
 	hp_arena_free(a);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	hp_analyze(a, s, dump, len, base, base_len, o, kind, SIZE_MAX, r);
+	hp_analyze(a, e->sym, dump, len, base, base_len, o, kind, SIZE_MAX, r);
 	warm_ms = elapsed_ms(&t0);
-	hp_symbolizer_verdicts(s, print_verdict, stderr);
+	hp_symbolizer_verdicts(e->sym, print_verdict, stderr);
 	fprintf(stderr, "stacks %zu, distinct addresses %zu, functions %zu\n"
 			"analysis cold %.1f ms, warm %.1f ms\n",
 			r->profile.nsamples, r->located.npcs, r->graph.nfuncs, cold_ms, warm_ms);
@@ -201,19 +174,15 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 static void *
 compile_arg(const char *pattern, const char *name)
 {
-	static regex_t re[2];
-	static int	n;
-	int			rc = regcomp(&re[n], pattern, REG_EXTENDED | REG_NOSUB);
+	char		msg[256];
+	void	   *re = hp_cli_regex(pattern, msg, sizeof(msg));
 
-	if (rc != 0)
+	if (re == NULL)
 	{
-		char		msg[256];
-
-		regerror(rc, &re[n], msg, sizeof(msg));
 		fprintf(stderr, "heapprof-report: invalid --%s regular expression \"%s\": %s\n", name, pattern, msg);
 		exit(2);
 	}
-	return &re[n++];
+	return re;
 }
 
 static double
@@ -268,13 +237,7 @@ main(int argc, char **argv)
 	int			c;
 	char	   *dump;
 	size_t		len;
-	hp_symbolizer *s;
-	hp_env		env = {
-		.alloc = hp_malloc,
-		.free = hp_free,
-		.error = env_error,
-		.match = env_match,
-	};
+	hp_cli_engine e;
 	hp_arena	arena;
 	hp_result	r;
 
@@ -374,8 +337,6 @@ main(int argc, char **argv)
 	o.program = program ? program : argv[optind];
 	/* the dumps it is made for are PostgreSQL's: its own frames warm in flame graphs */
 	o.home_object = "postgres";
-	dump_path = argv[optind];
-	env.ctx = &env;
 
 	dump = read_file(argv[optind], &len);
 	if (dump == NULL)
@@ -389,31 +350,25 @@ main(int argc, char **argv)
 		free(dump);
 		return 1;
 	}
-	fetch = hp_fetch_open("heapprof-report");
-	s = hp_symbolizer_new();
-	if (s == NULL)
+	if (!hp_cli_engine_open(&e, "heapprof-report", ""))
 	{
-		hp_fetch_close(fetch);
-		fprintf(stderr, "heapprof-report: could not start the elfutils symbolizer\n");
 		free(dump);
 		return 1;
 	}
-	if (fetch)
-		hp_fetch_attach(fetch, s);
-	hp_arena_init(&arena, &env);
-	hp_analyze(&arena, s, dump, len, base, base_len, &o, kind, SIZE_MAX, &r);
+	e.subject = argv[optind];
+	hp_arena_init(&arena, &e.env);
+	hp_analyze(&arena, e.sym, dump, len, base, base_len, &o, kind, SIZE_MAX, &r);
 	if (stats)
-		print_stats(&arena, s, dump, len, base, base_len, &o, kind, &r);
+		print_stats(&arena, &e, dump, len, base, base_len, &o, kind, &r);
 	if (symbols)
 	{
 		print_symbols(&r.located, &r.graph);
-		hp_symbolizer_verdicts(s, print_verdict, stdout);
+		hp_symbolizer_verdicts(e.sym, print_verdict, stdout);
 	}
 	else
 		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
 	hp_arena_free(&arena);
-	hp_symbolizer_free(s);
-	hp_fetch_close(fetch);
+	hp_cli_engine_close(&e);
 	free(dump);
 	free(base);
 	return 0;
