@@ -46,7 +46,7 @@ usage(FILE *f)
 			"      --dump=NAME        the stored profile NAME of the server (a capture, an\n"
 			"                         exit dump, a persisted snapshot) instead of a process\n"
 			"                         (each implies --report: any FORMAT but raw, default text)\n\n"
-			"Choosing processes (a report without any: every process, as --backend-type=all):\n"
+			"Choosing processes (a report of the heap now without any: every process):\n"
 			"  -P, --pid=PID          the server process to act on (one server; see --list)\n"
 			"  -t, --backend-type=TYPE  every process of TYPE (e.g. startup, walsender,\n"
 			"                         walreceiver; a comma list of types, or all) on every\n"
@@ -379,10 +379,17 @@ check_choice(cli_opts *o, int nsv)
 		bad_usage("--pid names a process of one server; use --backend-type with several servers");
 	if (o->action == ACT_LEAK && o->pid == NULL)
 		bad_usage("--seconds needs --pid");
-	/* a report of nothing chosen is one of every process, as --list shows them all */
-	if (o->action == ACT_REPORT && o->pid == NULL && o->type == NULL && o->dump == NULL)
+	/*
+	 * A report of the heap now with no process chosen is one of every
+	 * process, as --list shows them all.  Not a window (one per process,
+	 * one after another) nor a peak (most processes have none): those name
+	 * their processes, if need be with --backend-type=all.
+	 */
+	if (o->action == ACT_REPORT && o->pid == NULL && o->type == NULL && o->dump == NULL &&
+		!o->peak && o->window == NULL)
 		o->type = "all";
-	if ((o->action == ACT_ENABLE || o->action == ACT_DISABLE) && o->pid == NULL && o->type == NULL)
+	if (o->action != ACT_LIST && o->action != ACT_CAPTURES && o->action != ACT_SETUP &&
+		o->pid == NULL && o->type == NULL && o->dump == NULL)
 	{
 		fprintf(stderr, "%s: error: --pid is required\n%s: hint: %s --list shows the processes\n",
 				progname, progname, progname);

@@ -239,6 +239,9 @@ client_bytes(const cli_opts *o, const target *t, size_t *len)
 		top_from_engine(f, &r);
 	else
 		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, f);
+	/* the server's flame graph is one value, which server_bytes ends as a line */
+	if (kind == HP_REPORT_FLAMEGRAPH)
+		fputc('\n', f);
 	if (fclose(f) != 0)
 		fail("out of memory");
 	hp_arena_free(&a);
