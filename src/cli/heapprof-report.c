@@ -199,8 +199,20 @@ fraction_arg(const char *s, const char *name)
 	return v;
 }
 
-int
-main(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct args
+{
+	hp_options	o;
+	hp_report_kind kind;
+	bool		symbols;		/* --symbols */
+	bool		stats;
+	const char *program;
+	const char *base_path;
+} args;
+
+/* The command line into a; exits on --help (0) and misuse (2). */
+static void
+parse_args(int argc, char **argv, args *a)
 {
 	static const struct option longopts[] = {
 		{"text", no_argument, NULL, 't'},
@@ -226,67 +238,58 @@ main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
-	hp_options	o = HP_OPTIONS_DEFAULT;
-	hp_report_kind kind = HP_REPORT_TEXT;
-	bool		symbols = false;
-	const char *program = NULL;
-	const char *base_path = NULL;
-	char	   *base = NULL;
-	size_t		base_len = 0;
-	bool		stats = false;
+	hp_options	defaults = HP_OPTIONS_DEFAULT;
 	int			c;
-	char	   *dump;
-	size_t		len;
-	hp_cli_engine e;
-	hp_arena	arena;
-	hp_result	r;
 
+	memset(a, 0, sizeof(*a));
+	a->o = defaults;
+	a->kind = HP_REPORT_TEXT;
 	/* SQL's default: charge memory to the callers of PostgreSQL's allocator */
-	o.fold = true;
-	o.fold_names = hp_postgres_allocator;
+	a->o.fold = true;
+	a->o.fold_names = hp_postgres_allocator;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
 			case 't':
-				kind = HP_REPORT_TEXT;
+				a->kind = HP_REPORT_TEXT;
 				break;
 			case 'd':
-				kind = HP_REPORT_DOT;
+				a->kind = HP_REPORT_DOT;
 				break;
 			case 'c':
-				kind = HP_REPORT_COLLAPSED;
+				a->kind = HP_REPORT_COLLAPSED;
 				break;
 			case 'y':
-				symbols = true;
-				kind = HP_REPORT_STACKS;
+				a->symbols = true;
+				a->kind = HP_REPORT_STACKS;
 				break;
 			case 'P':
-				kind = HP_REPORT_PPROF;
+				a->kind = HP_REPORT_PPROF;
 				break;
 			case 'G':
-				kind = HP_REPORT_FLAMEGRAPH;
+				a->kind = HP_REPORT_FLAMEGRAPH;
 				break;
 			case 'o':
-				o.measure = HP_INUSE_OBJECTS;
+				a->o.measure = HP_INUSE_OBJECTS;
 				break;
 			case 'B':
-				base_path = optarg;
+				a->base_path = optarg;
 				break;
 			case 'D':
-				o.drop_negative = true;
+				a->o.drop_negative = true;
 				break;
 			case 'b':
-				o.show_bytes = true;
+				a->o.show_bytes = true;
 				break;
 			case 'C':
-				o.by_cum = true;
+				a->o.by_cum = true;
 				break;
 			case 'f':
-				o.focus = o.focus ? o.focus : compile_arg(optarg, "focus");
+				a->o.focus = a->o.focus ? a->o.focus : compile_arg(optarg, "focus");
 				break;
 			case 'i':
-				o.ignore = o.ignore ? o.ignore : compile_arg(optarg, "ignore");
+				a->o.ignore = a->o.ignore ? a->o.ignore : compile_arg(optarg, "ignore");
 				break;
 			case 'n':
 				{
@@ -296,45 +299,62 @@ main(int argc, char **argv)
 					if (*optarg == '\0' || *end != '\0' || v < 1 || v > INT_MAX)
 					{
 						fprintf(stderr, "heapprof-report: --nodecount must be a positive integer\n");
-						return 2;
+						exit(2);
 					}
-					o.nodecount = (int) v;
+					a->o.nodecount = (int) v;
 					break;
 				}
 			case 'N':
-				o.nodefraction = fraction_arg(optarg, "nodefraction");
+				a->o.nodefraction = fraction_arg(optarg, "nodefraction");
 				break;
 			case 'E':
-				o.edgefraction = fraction_arg(optarg, "edgefraction");
+				a->o.edgefraction = fraction_arg(optarg, "edgefraction");
 				break;
 			case 'p':
-				program = optarg;
+				a->program = optarg;
 				break;
 			case 's':
-				stats = true;
+				a->stats = true;
 				break;
 			case 'F':
-				o.fold = true;
-				o.fold_names = hp_postgres_allocator;
+				a->o.fold = true;
+				a->o.fold_names = hp_postgres_allocator;
 				break;
 			case 'U':
-				o.fold = false;
-				o.fold_names = NULL;
+				a->o.fold = false;
+				a->o.fold_names = NULL;
 				break;
 			case 'h':
 				usage(stdout);
-				return 0;
+				exit(0);
 			default:
 				usage(stderr);
-				return 2;
+				exit(2);
 		}
 	}
 	if (optind != argc - 1)
 	{
 		usage(stderr);
-		return 2;
+		exit(2);
 	}
-	o.program = program ? program : argv[optind];
+}
+
+int
+main(int argc, char **argv)
+{
+	args		a;
+	hp_options	o;
+	char	   *base = NULL;
+	size_t		base_len = 0;
+	char	   *dump;
+	size_t		len;
+	hp_cli_engine e;
+	hp_arena	arena;
+	hp_result	r;
+
+	parse_args(argc, argv, &a);
+	o = a.o;
+	o.program = a.program ? a.program : argv[optind];
 	/* the dumps it is made for are PostgreSQL's: its own frames warm in flame graphs */
 	o.home_object = "postgres";
 
@@ -344,23 +364,24 @@ main(int argc, char **argv)
 		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", argv[optind], strerror(errno));
 		return 1;
 	}
-	if (base_path && (base = read_file(base_path, &base_len)) == NULL)
+	if (a.base_path && (base = read_file(a.base_path, &base_len)) == NULL)
 	{
-		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", base_path, strerror(errno));
+		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", a.base_path, strerror(errno));
 		free(dump);
 		return 1;
 	}
 	if (!hp_cli_engine_open(&e, "heapprof-report", ""))
 	{
 		free(dump);
+		free(base);
 		return 1;
 	}
 	e.subject = argv[optind];
 	hp_arena_init(&arena, &e.env);
-	hp_analyze(&arena, e.sym, dump, len, base, base_len, &o, kind, SIZE_MAX, &r);
-	if (stats)
-		print_stats(&arena, &e, dump, len, base, base_len, &o, kind, &r);
-	if (symbols)
+	hp_analyze(&arena, e.sym, dump, len, base, base_len, &o, a.kind, SIZE_MAX, &r);
+	if (a.stats)
+		print_stats(&arena, &e, dump, len, base, base_len, &o, a.kind, &r);
+	if (a.symbols)
 	{
 		print_symbols(&r.located, &r.graph);
 		hp_symbolizer_verdicts(e.sym, print_verdict, stdout);
