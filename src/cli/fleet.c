@@ -289,8 +289,6 @@ fleet_gather(fleet *f)
 void
 fleet_free(fleet *f)
 {
-	const cli_opts *o = f->sv[0].o;
-
 	cancel_fleet = NULL;
 	for (int i = 0; i < f->n; i++)
 	{
@@ -309,7 +307,4 @@ fleet_free(fleet *f)
 		PQfinish(s->conn);
 	}
 	free(f->sv);
-	for (int i = 0; i < o->nconn; i++)
-		free(o->conninfos[i]);
-	free(o->conninfos);
 }

@@ -130,6 +130,7 @@ type_in(const char *type, const char *list)
 static void
 add_server(cli_opts *o, const char *s)
 {
+	/* room for the next power of two when the count reaches one */
 	if ((o->nconn & (o->nconn - 1)) == 0)
 	{
 		o->conninfos = realloc(o->conninfos, (size_t) (o->nconn ? o->nconn * 2 : 1) * sizeof(char *));
@@ -523,4 +524,19 @@ parse_options(int argc, char **argv, cli_opts *o)
 		add_server(o, argv[optind]);
 	check(o, &r);
 	connection_keywords(o, &r);
+}
+
+/* What parse_options allocated. */
+void
+free_options(cli_opts *o)
+{
+	for (int i = 0; i < o->nconn; i++)
+		free(o->conninfos[i]);
+	free(o->conninfos);
+	if (o->focus_re)
+		regfree(o->focus_re);
+	if (o->ignore_re)
+		regfree(o->ignore_re);
+	free(o->focus_re);
+	free(o->ignore_re);
 }

@@ -33,5 +33,6 @@ main(int argc, char **argv)
 	failed = print_problems(&f);
 	failed |= !print_results(&f);
 	fleet_free(&f);
+	free_options(&o);
 	return failed ? 1 : 0;
 }

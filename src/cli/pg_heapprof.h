@@ -5,8 +5,10 @@
  * becomes a validated cli_opts (options.c); every server, one or several,
  * is a member of a fleet that connects and asks its server in a thread of
  * its own (connect.c: one server; fleet.c: the threads and the operations);
- * then the main thread prints and writes what they brought back
- * (output.c).  One server is a fleet of one, so each operation exists once.
+ * then the main thread prints and writes what they brought back (output.c;
+ * merge.c sums stacks for --merge; cli_engine.c renders --client-symbols
+ * with the engine, as heapprof-report does).  One server is a fleet of one,
+ * so each operation exists once.
  */
 #ifndef HEAPPROF_PG_HEAPPROF_H
 #define HEAPPROF_PG_HEAPPROF_H
@@ -108,6 +110,7 @@ extern volatile sig_atomic_t interrupted;
 
 /* options.c */
 extern void parse_options(int argc, char **argv, cli_opts *o);
+extern void free_options(cli_opts *o);
 extern bool type_in(const char *type, const char *list);
 extern char *xstrdup(const char *s);
 extern void *xcalloc(size_t n, size_t size);
