@@ -4,8 +4,8 @@
 #  - --captures lists a statement capture (a function leaking 3 MB with
 #    heapprof.capture_min_growth = 1MB): name, pid, role, database,
 #    queryid, growth, time, server and query, as heapprof_captures() has
-#    them; --report=top --dump=NAME has the leaking function on top, and
-#    --dump alone writes text;
+#    them; --report=top --stored=NAME has the leaking function on top, and
+#    --stored alone writes text (and --dump, its name before 1.2);
 #  - --peak of a session before it has a peak fails with the server's
 #    message; after a hash join, --peak --report=flamegraph is titled as the
 #    peak of that process, and --peak alone writes text holding the hash
@@ -30,7 +30,7 @@ q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXIST
 data=$(q -c "SHOW data_directory")
 rm -f "$data"/heapprof/captures/*.heap
 
-# -- --captures and --dump
+# -- --captures and --stored
 leak="SELECT heapprof_test_leak(3000000)"
 q -c "SET compute_query_id = on" -c "SET heapprof.capture_min_growth = '1MB'" -c "SELECT heapprof_enable()" \
 	-c "SELECT pg_sleep(0.02)" -c "$leak" >/dev/null
@@ -45,12 +45,19 @@ expected=$(printf '%-40s %8s %-12s %-12s %20s %10s %-19s  %-24s %s' "$name" "$cp
 [ "$(head -n1 "$w/captures" | awk '{print $1, $2, $NF}')" = "name pid query" ] &&
 	[ "$(sed -n 2p "$w/captures")" = "$expected" ] && [ "$(wc -l < "$w/captures")" = 2 ] ||
 	{ printf 'pg_heapprof --captures:\n%s\nexpected:\n%s\n' "$(cat "$w/captures")" "$expected"; exit 1; }
-top=$(cli --report=top --dump="$name" | awk 'NR == 2 {print $NF}')
-[ "$top" = hpt_leak_top ] || { echo "--report=top --dump=$name: top is $top"; cli --report=top --dump="$name"; exit 1; }
-cli --dump="$name" > "$w/dump.txt"
-grep -q hpt_leak_top "$w/dump.txt" || { echo "--dump=$name without --report: $(head -n3 "$w/dump.txt")"; exit 1; }
-if cli --report=top --dump=hp_no_such_profile 2> "$w/err" >/dev/null; then echo "--dump of no profile succeeded"; exit 1; fi
-grep -q "hp_no_such_profile" "$w/err" || { echo "--dump of no profile: $(cat "$w/err")"; exit 1; }
+top=$(cli --report=top --stored="$name" | awk 'NR == 2 {print $NF}')
+[ "$top" = hpt_leak_top ] || { echo "--report=top --stored=$name: top is $top"; cli --report=top --stored="$name"; exit 1; }
+cli --stored="$name" > "$w/dump.txt"
+grep -q hpt_leak_top "$w/dump.txt" || { echo "--stored=$name without --report: $(head -n3 "$w/dump.txt")"; exit 1; }
+if cli --report=top --stored=hp_no_such_profile 2> "$w/err" >/dev/null; then echo "--stored of no profile succeeded"; exit 1; fi
+grep -q "hp_no_such_profile" "$w/err" || { echo "--stored of no profile: $(cat "$w/err")"; exit 1; }
+# --dump, its name before 1.2, and a database still at 1.1 (whose reports
+# call the argument dump) read the same profile
+q -c "DROP DATABASE IF EXISTS hp_cli_old" -c "CREATE DATABASE hp_cli_old" >/dev/null
+psql -X -q -d hp_cli_old -c "CREATE EXTENSION heapprof VERSION '1.1'" >/dev/null
+old_top=$(./pg_heapprof -d hp_cli_old --report=top --dump="$name" | awk 'NR == 2 {print $NF}')
+q -c "DROP DATABASE hp_cli_old" >/dev/null
+[ "$old_top" = hpt_leak_top ] || { echo "--dump on a 1.1 database: top is $old_top"; exit 1; }
 
 # -- --peak: a session that will run a hash join
 mkfifo "$w/in"
@@ -126,18 +133,18 @@ usage() {
 usage --peak --report=raw --pid "$pid"
 grep -q "heapprof_dump_raw takes no peak" "$w/usage" || { cat "$w/usage"; exit 1; }
 usage --allocations=1 --report=raw --pid "$churn"
-usage --dump="$name" --report=raw
+usage --stored="$name" --report=raw
 usage --peak --client-symbols --pid "$pid"
 grep -q "client-symbols" "$w/usage" || { cat "$w/usage"; exit 1; }
-usage --dump="$name" --client-symbols
+usage --stored="$name" --client-symbols
 usage --peak --seconds=2 --pid "$pid"
 usage --allocations=1 --seconds=2 --pid "$churn"
 usage --client-symbols --seconds=2 --pid "$pid"
 usage --peak --allocations=1 --pid "$pid"
-usage --peak --dump="$name"
-usage --dump="$name" --pid "$pid"
-usage --dump="$name" --backend-type='client backend' --merge
-usage --dump="$name" -d postgres
+usage --peak --stored="$name"
+usage --stored="$name" --pid "$pid"
+usage --stored="$name" --backend-type='client backend' --merge
+usage --stored="$name" -d postgres
 usage --list --peak
 usage --enable --peak --pid "$pid"
 usage --captures --pid "$pid"
