@@ -17,8 +17,9 @@
 #  - pg_heapprof fails cleanly on a wrong password, a database without the
 #    extension, a bad pid and bad arguments.
 set -euo pipefail
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
-w=$(mktemp -d)
+w=$(scratch)
 art=${HP_ARTIFACTS:-/tmp/heapprof-artifacts}
 mkdir -p "$art"
 hba=$(dirname "$HP_LOG")/data/pg_hba.conf
@@ -28,11 +29,8 @@ cleanup() {
 	psql -X -q -d postgres -c "SELECT pg_reload_conf()" -c "DROP ROLE IF EXISTS heapprof_pw" \
 		-c "SELECT heapprof_drop_snapshot(name) FROM heapprof_snapshots() WHERE name IN ('hp_fmt', 'hp_search')" \
 		-c "DROP DATABASE IF EXISTS heapprof_noext" >/dev/null 2>&1 || true
-	rm -rf "$w"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-q() { psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
+at_exit cleanup
 cli() { ./pg_heapprof -d postgres "$@"; }
 
 # an idle session holding 3 MiB from known functions
