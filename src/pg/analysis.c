@@ -30,6 +30,7 @@
 
 #include "analysis.h"
 #include "jemalloc.h"
+#include "symindex.h"
 
 static int	symbol_cache_limit_kb = 65536;
 static bool profile_self = false;
@@ -55,6 +56,7 @@ hpg_analysis_init(void)
 							 false,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+	hpg_symindex_init();
 }
 
 /* ---- the environment ---- */
@@ -193,6 +195,7 @@ hpg_analyze(const StringInfo dump, const StringInfo base,
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("could not start the elfutils symbolizer")));
+	hpg_symindex_attach(symbolizer);
 	/*
 	 * What the analysis left allocated, but for its own context, is the
 	 * symbolizer's: counted also when the analysis fails or is cancelled (its

@@ -1,0 +1,19 @@
+/*
+ * symindex.h -- the engine's symbol index files, kept per object under
+ * $PGDATA/heapprof/symbols.
+ */
+#ifndef HEAPPROF_PG_SYMINDEX_H
+#define HEAPPROF_PG_SYMINDEX_H
+
+#include "engine/symbolize.h"
+
+#define HPG_SYMBOL_DIR "heapprof/symbols"
+
+/* _PG_init: heapprof.symbol_index_limit. */
+extern void hpg_symindex_init(void);
+/* Give the symbolizer the folder of index files. */
+extern void hpg_symindex_attach(hp_symbolizer *s);
+/* Bytes of every file in the folder (drafts included). */
+extern int64 hpg_symindex_bytes(void);
+
+#endif
