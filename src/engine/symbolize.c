@@ -772,7 +772,7 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod, hp_arena *a)
 static bool
 defines_mallctl(const mod_index *ix)
 {
-	return ix->map ? (ix->sx.h->flags & HPX_DEFINES_MALLCTL) != 0 : ix->syms.defines_mallctl;
+	return ix->map ? (ix->sx.flags & HPX_DEFINES_MALLCTL) != 0 : ix->syms.defines_mallctl;
 }
 
 /* Judge the module's file against the profile being analysed (see mod_index). */

@@ -50,7 +50,8 @@ hp_symindex_open(hp_symindex *ix, const void *p, size_t len,
 	if (h->depth[0] != 0 || h->depth[HPX_DEPTHS] != h->t[HPX_INLINES].n)
 		return false;
 
-	ix->h = h;
+	ix->flags = h->flags;
+	memcpy(ix->depth, h->depth, sizeof(ix->depth));
 	ix->syms = (const hpx_sym *) (base + h->t[HPX_SYMS].off);
 	ix->nsyms = h->t[HPX_SYMS].n;
 	ix->labels = (const hpx_sym *) (base + h->t[HPX_LABELS].off);
@@ -164,9 +165,9 @@ hp_symindex_chain(const hp_symindex *ix, uint64_t addr, const hpx_inline *out[HP
 
 	for (int d = 0; d < HPX_DEPTHS; d++)
 	{
-		const hpx_inline *v = ix->inl + ix->h->depth[d];
+		const hpx_inline *v = ix->inl + ix->depth[d];
 		size_t		lo = 0;
-		size_t		hi = ix->h->depth[d + 1] - ix->h->depth[d];
+		size_t		hi = ix->depth[d + 1] - ix->depth[d];
 
 		while (lo < hi)
 		{

@@ -89,10 +89,15 @@ typedef struct hpx_inline
 	uint32_t	pad;
 } hpx_inline;
 
-/* A checked index: pointers into the caller's mapping. */
+/*
+ * A checked index: pointers into the caller's mapping, and the header's
+ * bounds copied, so that a file changed under the mapping cannot move a
+ * lookup outside it.
+ */
 typedef struct hp_symindex
 {
-	const hpx_header *h;
+	uint32_t	flags;
+	uint64_t	depth[HPX_DEPTHS + 1];
 	const hpx_sym *syms;
 	size_t		nsyms;
 	const hpx_sym *labels;

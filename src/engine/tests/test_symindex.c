@@ -55,7 +55,7 @@ test_roundtrip(void)
 	buf = small_index(&a, &len);
 	T_CHECK("symindex_written", buf != NULL && len > sizeof(hpx_header), "no index");
 	T_CHECK("symindex_opens", hp_symindex_open(&ix, buf, len, id, sizeof(id)), "refused a good index");
-	T_CHECK("symindex_flags", ix.h->flags == HPX_DEFINES_MALLCTL, "flags %u", ix.h->flags);
+	T_CHECK("symindex_flags", ix.flags == HPX_DEFINES_MALLCTL, "flags %u", ix.flags);
 	T_CHECK("symindex_sym", hp_symindex_sym(&ix, 0x1050) &&
 			strcmp(hp_symindex_str(&ix, hp_symindex_sym(&ix, 0x1050)->name), "alpha") == 0 &&
 			hp_symindex_sym(&ix, 0x1180) == NULL, "symbol lookup");
