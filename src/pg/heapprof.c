@@ -32,6 +32,7 @@
 #include "snapshots.h"
 #include "store.h"
 #include "statements.h"
+#include "symindex.h"
 #include "target.h"
 
 PG_MODULE_MAGIC;
@@ -71,6 +72,7 @@ void
 _PG_init(void)
 {
 	hpg_analysis_init();
+	hpg_symindex_init();
 	hpg_exitdump_init();
 	hpg_request_init();
 	hpg_snapshots_init();

@@ -33,24 +33,11 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "analysis.h"
 #include "store.h"
 #include "symindex.h"
 
 static int	symbol_index_limit_kb = 262144;
-
-void
-hpg_symindex_init(void)
-{
-	DefineCustomIntVariable("heapprof.symbol_index_limit",
-							"Most disk space for the symbol indexes all backends share.",
-							"Each object's index is written once under $PGDATA/heapprof/symbols and "
-							"mapped by every backend; an index that would exceed this is not kept. "
-							"0 turns shared indexes off.",
-							&symbol_index_limit_kb,
-							262144, 0, MAX_KILOBYTES,
-							PGC_SUSET, GUC_UNIT_KB,
-							NULL, NULL, NULL);
-}
 
 static int64
 limit_bytes(void)
@@ -179,17 +166,12 @@ index_publish(void *arg, const uint8_t *id, size_t idlen, const void *buf, size_
 	}
 	/* EEXIST: another backend published the same object's index first */
 	if ((rc = hpg_draft_publish(&d, name, false)) != 0 && rc != EEXIST)
+	{
+		errno = rc;
 		ereport(LOG,
 				(errcode_for_file_access(),
-				 errmsg("could not keep the symbol index %s: %s", name, strerror(rc))));
-}
-
-void
-hpg_symindex_attach(hp_symbolizer *s)
-{
-	hp_index_store st = {index_map, index_unmap, index_discard, index_publish, NULL};
-
-	hp_symbolizer_store(s, &st);
+				 errmsg("could not keep the symbol index %s: %m", name)));
+	}
 }
 
 int64
@@ -200,4 +182,19 @@ hpg_symindex_bytes(void)
 
 	hpg_store_usage(HPG_SYMBOL_DIR, &count, &bytes);
 	return bytes;
+}
+
+void
+hpg_symindex_init(void)
+{
+	DefineCustomIntVariable("heapprof.symbol_index_limit",
+							"Most disk space for the symbol indexes all backends share.",
+							"Each object's index is written once under $PGDATA/heapprof/symbols and "
+							"mapped by every backend; an index that would exceed this is not kept. "
+							"0 turns shared indexes off.",
+							&symbol_index_limit_kb,
+							262144, 0, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	hpg_analysis_index_store(&(hp_index_store) {index_map, index_unmap, index_discard, index_publish, NULL});
 }

@@ -9,10 +9,8 @@
 
 #define HPG_SYMBOL_DIR "heapprof/symbols"
 
-/* _PG_init: heapprof.symbol_index_limit. */
+/* _PG_init: heapprof.symbol_index_limit, and the folder given to the symbolizers. */
 extern void hpg_symindex_init(void);
-/* Give the symbolizer the folder of index files. */
-extern void hpg_symindex_attach(hp_symbolizer *s);
 /* Bytes of every file in the folder (drafts included). */
 extern int64 hpg_symindex_bytes(void);
 
