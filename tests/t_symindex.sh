@@ -15,7 +15,9 @@
 #    another owner, a group-writable one, a truncated one, another object's
 #    index, a huge sparse file, a directory) are refused: the report still
 #    works with the same names, and (but for the directory) the index is
-#    written again as a regular file of the server's user.
+#    written again as a regular file of the server's user;
+#  - heapprof.symbol_index_limit: the oldest index is removed to make room,
+#    an index larger than the limit is not kept (and removes nothing).
 set -euo pipefail
 cd "$HP_TOP"
 w=$(mktemp -d)
@@ -135,6 +137,28 @@ for what in symlink fifo owner writable truncated build-id huge directory; do
 done
 cmp -s "$good" "$target" || fail "the rewritten index differs from the first"
 
+# 5. heapprof.symbol_index_limit: the index written longest ago (an object
+#    replaced since: another build-id) makes room for a new one; an index
+#    larger than the limit is not kept, and nothing else is removed for it
+stale=$dir/$(printf 'ab%.0s' $(seq 20)).heap
+cp "$other" "$stale"
+chown "$owner" "$stale"
+touch -d '2020-01-01' "$stale"
+rm "$target"
+real=$(find "$dir" -maxdepth 1 -type f -name '*.heap' ! -name "$(basename "$stale")" -printf '%s\n' | awk '{s += $1} END {print s}')
+limit_kb=$(( (real + size + $(stat -c %s "$stale") / 2) / 1024 ))
+fresh "SET heapprof.symbol_index_limit = $limit_kb;"
+cmp -s "$w/baseline" "$w/names" || fail "limit: names differ"
+[ ! -e "$stale" ] || fail "the stale index was not removed to make room"
+cmp -s "$good" "$target" || fail "the index was not written after making room"
+rm "$target"
+before=$(ls "$dir" | sort)
+fresh "SET heapprof.symbol_index_limit = $(( size / 2048 ));"
+cmp -s "$w/baseline" "$w/names" || fail "small limit: names differ"
+[ ! -e "$target" ] || fail "an index larger than heapprof.symbol_index_limit was kept"
+[ "$(ls "$dir" | sort)" = "$before" ] || fail "files were removed for an index that cannot fit"
+grep -q "symbol index $bid not kept" "$HP_LOG" || fail "no LOG line for the index not kept"
+
 # every hostile file refused left a trace in the log, none a crash
 ! grep -qE 'server process .* was terminated|PANIC' "$HP_LOG" || fail "a backend crashed"
-echo "symbol indexes: $nfiles objects, names identical, 8 kinds of planted files refused"
+echo "symbol indexes: $nfiles objects, names identical, 8 kinds of planted files refused, the limit kept"

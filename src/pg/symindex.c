@@ -20,8 +20,11 @@
  *
  * heapprof.symbol_index_limit bounds the folder: every file, drafts
  * included, counted with the new draft before its name is taken (store.c's
- * quota rule); an index that does not fit is not kept, and the objects it
- * would name are indexed per backend as before.
+ * quota rule).  To make room, the indexes written longest ago go first --
+ * those of objects replaced by an upgrade, whose build-id no process asks
+ * for any more; a process that maps one keeps its pages, and one still
+ * needed is written again.  An index that does not fit even so is not
+ * kept, and the objects it would name are indexed per backend as before.
  */
 #include "postgres.h"
 
@@ -31,6 +34,7 @@
 #include <unistd.h>
 
 #include "miscadmin.h"
+#include "storage/fd.h"
 #include "utils/guc.h"
 
 #include "analysis.h"
@@ -129,6 +133,75 @@ index_discard(void *arg, const uint8_t *id, size_t idlen)
 				 errmsg("could not remove the unusable symbol index \"%s\": %m", path)));
 }
 
+typedef struct index_file
+{
+	char		name[NAME_MAX + 1];
+	time_t		mtime;
+	int64		size;
+} index_file;
+
+static int
+oldest_first(const void *x, const void *y)
+{
+	const index_file *a = x;
+	const index_file *b = y;
+
+	if (a->mtime != b->mtime)
+		return a->mtime < b->mtime ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/*
+ * Remove the indexes written longest ago (never a draft) until the
+ * folder's bytes are down by need.
+ */
+static void
+make_room(int64 need)
+{
+	DIR		   *d = AllocateDir(HPG_SYMBOL_DIR);
+	struct dirent *de;
+	index_file *files = NULL;
+	int			n = 0;
+	int			cap = 0;
+	size_t		suffix = strlen(HPG_SUFFIX);
+
+	while ((de = ReadDir(d, HPG_SYMBOL_DIR)) != NULL)
+	{
+		size_t		len = strlen(de->d_name);
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		CHECK_FOR_INTERRUPTS();
+		snprintf(path, sizeof(path), "%s/%s", HPG_SYMBOL_DIR, de->d_name);
+		/* an index: BUILDID.heap, a regular file (drafts are tmp.PID.N) */
+		if (len <= suffix || strcmp(de->d_name + len - suffix, HPG_SUFFIX) != 0 ||
+			lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap)
+		{
+			cap = cap ? cap * 2 : 16;
+			files = files ? repalloc(files, cap * sizeof(*files)) : palloc(cap * sizeof(*files));
+		}
+		strlcpy(files[n].name, de->d_name, sizeof(files[n].name));
+		files[n].mtime = st.st_mtime;
+		files[n].size = st.st_size;
+		n++;
+	}
+	FreeDir(d);
+	if (n > 1)
+		qsort(files, n, sizeof(*files), oldest_first);
+	for (int i = 0; i < n && need > 0; i++)
+	{
+		char		path[MAXPGPATH];
+
+		snprintf(path, sizeof(path), "%s/%s", HPG_SYMBOL_DIR, files[i].name);
+		if (unlink(path) == 0)
+			need -= files[i].size;
+	}
+	if (files)
+		pfree(files);
+}
+
 static void
 index_publish(void *arg, const uint8_t *id, size_t idlen, const void *buf, size_t len)
 {
@@ -138,10 +211,16 @@ index_publish(void *arg, const uint8_t *id, size_t idlen, const void *buf, size_
 	int64		bytes;
 	int			rc;
 
-	if (symbol_index_limit_kb == 0 || (int64) len > limit_bytes() ||
-		!index_name(name, sizeof(name), id, idlen) ||
-		hpg_store_dir_ready(HPG_SYMBOL_DIR) != 0 ||
-		hpg_draft_open(&d, HPG_SYMBOL_DIR) != 0)
+	if (symbol_index_limit_kb == 0 || !index_name(name, sizeof(name), id, idlen))
+		return;
+	if ((int64) len > limit_bytes())
+	{
+		ereport(LOG,
+				(errmsg("symbol index %s not kept: its %zu bytes exceed heapprof.symbol_index_limit", name, len),
+				 errhint("Raise heapprof.symbol_index_limit for every backend to share it.")));
+		return;
+	}
+	if (hpg_store_dir_ready(HPG_SYMBOL_DIR) != 0 || hpg_draft_open(&d, HPG_SYMBOL_DIR) != 0)
 		return;
 	if (hpg_draft_write(&d, buf, len) != 0)
 		return;
@@ -149,6 +228,11 @@ index_publish(void *arg, const uint8_t *id, size_t idlen, const void *buf, size_
 	PG_TRY();
 	{
 		hpg_store_usage(HPG_SYMBOL_DIR, &count, &bytes);
+		if (bytes > limit_bytes())
+		{
+			make_room(bytes - limit_bytes());
+			hpg_store_usage(HPG_SYMBOL_DIR, &count, &bytes);
+		}
 	}
 	PG_CATCH();
 	{
