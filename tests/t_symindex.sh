@@ -9,7 +9,8 @@
 #    session names every object from them (hits only, no miss), keeps
 #    almost nothing of its own (heapprof_forget_symbols(), and its
 #    Anonymous memory in /proc/self/smaps), and is at least ten times
-#    faster than the cold one;
+#    faster than the cold one; another pid's status shows the folder's
+#    bytes and no counters;
 #  - names, locations and stacks are identical with and without indexes;
 #  - hostile files planted at postgres's index (a symlink, a FIFO, a file of
 #    another owner, a group-writable one, a truncated one, another object's
@@ -96,6 +97,20 @@ awk -v c="$cold_ms" -v b="$best" 'BEGIN {exit !(b * 10 <= c)}' ||
 	fail "first report $best ms with shared indexes, $cold_ms ms without"
 echo "first report in a fresh session: $cold_ms ms, $cold_anon kB anonymous, $cold_bytes bytes kept without shared indexes;" \
 	"$best ms, $anon kB, $bytes bytes with them ($nfiles files, $(du -sk "$dir" | cut -f1) kB)"
+
+# another process's status: the folder's bytes, but not its counters
+psql -X -q -At -d postgres -c "SET application_name = 'hp_symix_other'" -c "SELECT pg_sleep(30)" >/dev/null 2>&1 &
+sleeper=$!
+for _ in $(seq 50); do
+	other_pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'hp_symix_other'")
+	[ -n "$other_pid" ] && break
+	sleep 0.1
+done
+[ -n "$other_pid" ] || fail "the other session did not start"
+r=$(q -c "SELECT symbol_index_bytes > 0, symbol_index_hits IS NULL, symbol_index_misses IS NULL FROM heapprof_status(pid => $other_pid)")
+[ "$r" = "t|t|t" ] || fail "another pid's status: $r"
+q -c "SELECT pg_cancel_backend($other_pid)" >/dev/null
+wait "$sleeper" || true
 
 # 4. hostile files at postgres's index
 bid=$(q -c "SELECT build_id FROM heapprof_objects() WHERE object ~ '/postgres\$'")
