@@ -678,17 +678,21 @@ write_index(hp_symbolizer *s, mod_index *ix, hp_arena *a)
 	{
 		const sym_range *r = &ix->syms.syms[i];
 
+		hp_work(a->env, 1);
 		hpx_add_sym(&w, false, r->lo - ix->bias, r->hi - ix->bias, r->name, r->rank);
 	}
 	for (size_t i = 0; i < ix->syms.nlabels; i++)
 	{
 		const sym_range *r = &ix->syms.labels[i];
 
+		hp_work(a->env, 1);
 		hpx_add_sym(&w, true, r->lo - ix->bias, r->hi - ix->bias, r->name, r->rank);
 	}
 	for (size_t i = 0; i < ix->fdes.n; i++)
+	{
+		hp_work(a->env, 1);
 		hpx_add_fde(&w, ix->fdes.v[i].lo, ix->fdes.v[i].hi);
-	hp_work(a->env, ix->syms.nsyms + ix->syms.nlabels + ix->fdes.n);
+	}
 	sym_dwarf_export(a->env, &ix->cus, ix->mod, ix->bias, &w);
 	account(s, ix);
 	if ((buf = hpx_finish(&w, id, idlen, &len)) != NULL)

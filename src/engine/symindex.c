@@ -347,11 +347,11 @@ hpx_finish(hpx_writer *w, const uint8_t *id, size_t idlen, size_t *len)
 	lines = hp_alloc(w->a, (w->nlines ? w->nlines : 1) * sizeof(hpx_line));
 	for (size_t i = 0; i < w->nlines; i++)
 	{
+		hp_work(env, 1);
 		if (i + 1 < w->nlines && w->lines[i + 1].r.addr == w->lines[i].r.addr)
 			continue;
 		lines[nlines++] = w->lines[i].r;
 	}
-	hp_work(env, w->nlines);
 
 	sort_work(env, w->ninl);
 	if (w->ninl > 1)
@@ -371,6 +371,7 @@ hpx_finish(hpx_writer *w, const uint8_t *id, size_t idlen, size_t *len)
 	memcpy(h->id, id, idlen);
 	for (size_t i = 0, d = 0; i < w->ninl; i++)
 	{
+		hp_work(env, 1);
 		inl[i] = w->inl[i].r;
 		while ((int) d < w->inl[i].depth)
 			h->depth[++d] = i;
@@ -380,7 +381,6 @@ hpx_finish(hpx_writer *w, const uint8_t *id, size_t idlen, size_t *len)
 	}
 	if (w->ninl == 0)
 		memset(h->depth, 0, sizeof(h->depth));
-	hp_work(env, w->ninl);
 
 	at = sizeof(hpx_header);
 	put_table(out, &at, &h->t[HPX_SYMS], w->syms, w->nsyms, sizeof(hpx_sym));
