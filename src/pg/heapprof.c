@@ -31,6 +31,7 @@
 #include "snapshots.h"
 #include "statements.h"
 #include "store.h"
+#include "symindex.h"
 #include "target.h"
 #include "values.h"
 
@@ -71,6 +72,7 @@ void
 _PG_init(void)
 {
 	hpg_analysis_init();
+	hpg_symindex_init();
 	hpg_exitdump_init();
 	hpg_request_init();
 	hpg_snapshots_init();
