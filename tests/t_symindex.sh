@@ -18,14 +18,14 @@
 #    works with the same names, and (but for the directory) the index is
 #    written again as a regular file of the server's user;
 #  - heapprof.symbol_index_limit: the oldest index is removed to make room,
-#    an index larger than the limit is not kept (and removes nothing).
+#    an index larger than the limit is not kept (and removes nothing);
+#  - an index written while an object had no debug info is written again
+#    once its debug file is installed (libc's, from libc6-dbg).
 set -euo pipefail
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
-w=$(mktemp -d)
+w=$(scratch)
 chmod 755 "$w"
-trap 'rm -rf "$w"' EXIT
-q() { psql -X -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 q -q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXISTS heapprof_test"
 data=$(q -c "SHOW data_directory")
@@ -53,15 +53,15 @@ $1
 SELECT pg_read_file('/proc/self/smaps_rollup');
 \o
 SELECT clock_timestamp() AS t0 \gset
-SELECT count(*) FROM heapprof_top(20, dump => 'hp_symix');
+SELECT count(*) FROM heapprof_top(20, stored => 'hp_symix');
 SELECT round(extract(epoch FROM clock_timestamp() - :'t0') * 1000, 1) AS ms \gset
 \o $w/after
 SELECT pg_read_file('/proc/self/smaps_rollup');
 \o $w/status
 SELECT :ms, heapprof_forget_symbols(), symbol_index_hits, symbol_index_misses FROM heapprof_status();
 \o $w/names
-SELECT rank, flat_bytes, cum_bytes, function, location FROM heapprof_top(n => 100000, fold => false, dump => 'hp_symix');
-SELECT bytes, frames FROM heapprof_stacks(fold => false, dump => 'hp_symix') ORDER BY 1, 2;
+SELECT rank, flat_bytes, cum_bytes, function, location FROM heapprof_top(n => 100000, fold => false, stored => 'hp_symix');
+SELECT bytes, frames FROM heapprof_stacks(fold => false, stored => 'hp_symix') ORDER BY 1, 2;
 SQL
 	echo "$(tr '|' ' ' < "$w/status") $(( $(kb "$w/after" Anonymous) - $(kb "$w/before" Anonymous) ))" > "$w/figures"
 }
@@ -101,12 +101,7 @@ echo "first report in a fresh session: $cold_ms ms, $cold_anon kB anonymous, $co
 # another process's status: the folder's bytes, but not its counters
 psql -X -q -At -d postgres -c "SET application_name = 'hp_symix_other'" -c "SELECT pg_sleep(30)" >/dev/null 2>&1 &
 sleeper=$!
-for _ in $(seq 50); do
-	other_pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'hp_symix_other'")
-	[ -n "$other_pid" ] && break
-	sleep 0.1
-done
-[ -n "$other_pid" ] || fail "the other session did not start"
+other_pid=$(wait_query "the other session" 5 "SELECT pid FROM pg_stat_activity WHERE application_name = 'hp_symix_other'")
 r=$(q -c "SELECT symbol_index_bytes > 0, symbol_index_hits IS NULL, symbol_index_misses IS NULL FROM heapprof_status(pid => $other_pid)")
 [ "$r" = "t|t|t" ] || fail "another pid's status: $r"
 q -c "SELECT pg_cancel_backend($other_pid)" >/dev/null
@@ -174,6 +169,29 @@ cmp -s "$w/baseline" "$w/names" || fail "small limit: names differ"
 [ "$(ls "$dir" | sort)" = "$before" ] || fail "files were removed for an index that cannot fit"
 grep -q "symbol index $bid not kept" "$HP_LOG" || fail "no LOG line for the index not kept"
 
+# 6. debug info installed after the index was written: written again
+lib=$(awk '/\/libc\.so/ {print $NF; exit}' "/proc/$(head -n 1 "$data/postmaster.pid")/maps")
+bid=$(readelf -n "$lib" | awk '/Build ID/ {print $3}')
+dbg=/usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug
+[ -f "$dbg" ] || fail "no debug file for $lib ($dbg): install libc6-dbg"
+mv "$dbg" "$dbg.hp-away"
+at_exit "mv -f '$dbg.hp-away' '$dbg'"
+rm -f "$dir/$bid.heap"
+fresh ""
+read -r ms bytes hits misses anon < "$w/figures"
+[ "$misses" = 1 ] && [ -f "$dir/$bid.heap" ] || fail "libc without its debug file: $misses misses, index $(ls "$dir")"
+fresh ""
+read -r ms bytes hits misses anon < "$w/figures"
+[ "$misses" = 0 ] || fail "libc's index without debug info not used while the debug file is absent ($misses misses)"
+mv "$dbg.hp-away" "$dbg"
+fresh ""
+read -r ms bytes hits misses anon < "$w/figures"
+[ "$misses" = 1 ] || fail "libc's debug file installed: its index was not written again ($misses misses)"
+cmp -s "$w/baseline" "$w/names" || { diff "$w/baseline" "$w/names" | head; fail "names differ after the debug file came back"; }
+fresh ""
+read -r ms bytes hits misses anon < "$w/figures"
+[ "$misses" = 0 ] || fail "libc's new index not used ($misses misses)"
+
 # every hostile file refused left a trace in the log, none a crash
 ! grep -qE 'server process .* was terminated|PANIC' "$HP_LOG" || fail "a backend crashed"
-echo "symbol indexes: $nfiles objects, names identical, 8 kinds of planted files refused, the limit kept"
+echo "symbol indexes: $nfiles objects, names identical, 8 kinds of planted files refused, the limit kept, written again when debug info is installed"

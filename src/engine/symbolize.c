@@ -624,6 +624,30 @@ file_build_id(Elf *elf, const uint8_t **id)
 	return len > 0 && len <= 64 ? (size_t) len : 0;
 }
 
+/*
+ * Is the object's debug file where a debug-info package installs it
+ * (/usr/lib/debug/.build-id/NN/REST.debug)?  An index written before it was
+ * installed is written again, so that installing it names the code.
+ */
+static bool
+debug_file_installed(const uint8_t *id, size_t idlen)
+{
+	char		path[64 + 2 * 64 + 8] = "/usr/lib/debug/.build-id/";
+	size_t		n = strlen(path);
+	struct stat st;
+
+	if (idlen < 2)
+		return false;
+	for (size_t i = 0; i < idlen; i++)
+	{
+		n += (size_t) snprintf(path + n, sizeof(path) - n, "%02x", id[i]);
+		if (i == 0)
+			path[n++] = '/';
+	}
+	snprintf(path + n, sizeof(path) - n, ".debug");
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* Map the object's index from the store; false when there is no usable one. */
 static bool
 map_index(hp_symbolizer *s, mod_index *ix)
@@ -635,7 +659,8 @@ map_index(hp_symbolizer *s, mod_index *ix)
 	if (s->store.map == NULL || idlen == 0)
 		return false;
 	ix->map = s->store.map(s->store.arg, id, idlen, &ix->maplen, &refused);
-	if (ix->map && hp_symindex_open(&ix->sx, ix->map, ix->maplen, id, idlen))
+	if (ix->map && hp_symindex_open(&ix->sx, ix->map, ix->maplen, id, idlen) &&
+		!((ix->sx.flags & HPX_NO_DEBUG_INFO) && debug_file_installed(id, idlen)))
 	{
 		counts.hits++;
 		return true;
@@ -674,6 +699,8 @@ write_index(hp_symbolizer *s, mod_index *ix, hp_arena *a)
 	hpx_writer_init(&w, a);
 	if (ix->syms.defines_mallctl)
 		w.flags |= HPX_DEFINES_MALLCTL;
+	if (dwfl_module_getdwarf(ix->mod, &(Dwarf_Addr) {0}) == NULL)
+		w.flags |= HPX_NO_DEBUG_INFO;
 	for (size_t i = 0; i < ix->syms.nsyms; i++)
 	{
 		const sym_range *r = &ix->syms.syms[i];

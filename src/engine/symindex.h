@@ -37,7 +37,8 @@ enum
 	HPX_SYMS, HPX_LABELS, HPX_FDES, HPX_LINES, HPX_INLINES, HPX_STRINGS, HPX_NTABLES
 };
 
-#define HPX_DEFINES_MALLCTL 1	/* header flag */
+#define HPX_DEFINES_MALLCTL 1	/* header flags */
+#define HPX_NO_DEBUG_INFO 2		/* written without the object's DWARF */
 
 typedef struct hpx_table
 {
