@@ -69,13 +69,17 @@ hp_combine_stack(hp_combiner *c, uint32_t i, const uint32_t *funcs, size_t n,
 		if (n)					/* funcs may be NULL for a path with no frame */
 			memcpy(path->frames, funcs, n * sizeof(uint32_t));
 		path->nframes = (uint32_t) n;
-		path->input = hp_alloc(a, 2 * c->ninputs * sizeof(double));
+		if (c->ninputs > 1)
+			path->input = hp_alloc(a, 2 * c->ninputs * sizeof(double));
 		g->npaths = k + 1;
 	}
 	path = &g->paths[k];
 	path->match |= match;
 	path->bytes += c->weights[i] * bytes;
 	path->objs += c->weights[i] * objs;
-	path->input[2 * i] += bytes;
-	path->input[2 * i + 1] += objs;
+	if (path->input)
+	{
+		path->input[2 * i] += bytes;
+		path->input[2 * i + 1] += objs;
+	}
 }

@@ -4,8 +4,8 @@
  * The one place heapprof adds stacks up, pprof's Merge with a signed weight
  * per input: stacks with the same functions (interned by name, leaf first)
  * are one path, whose bytes and objects are the sum over the inputs of
- * weight times the input's own.  Each path also keeps every input's own
- * sums, unweighted.  So:
+ * weight times the input's own.  With several inputs, each path also keeps
+ * every input's own sums, unweighted.  So:
  *  - a diff is a profile (weight 1) minus a base (-1), per symbolized stack,
  *    so that a base from another process, with other addresses, compares;
  *  - pg_heapprof --merge is the processes (1) minus the base processes (-1);

@@ -266,6 +266,7 @@ reduce(hp_arena *a, hp_graph *g)
 static void
 finish(hp_arena *a, const hp_options *o, hp_graph *g)
 {
+	int			objects = o->measure == HP_INUSE_OBJECTS;
 	size_t		kept = 0;
 
 	for (size_t k = 0; k < g->npaths; k++)
@@ -273,12 +274,13 @@ finish(hp_arena *a, const hp_options *o, hp_graph *g)
 		hp_path    *path = &g->paths[k];
 
 		hp_work(a->env, 1);
+		path->current = path->input ? path->input[objects] :
+			objects ? path->objs : path->bytes;
 		if (o->drop_negative && path->bytes < 0)
 			path->bytes = 0;
 		if (o->drop_negative && path->objs < 0)
 			path->objs = 0;
-		path->value = o->measure == HP_INUSE_OBJECTS ? path->objs : path->bytes;
-		path->current = path->input[o->measure == HP_INUSE_OBJECTS ? 1 : 0];
+		path->value = objects ? path->objs : path->bytes;
 		g->total += path->value;
 	}
 	for (size_t k = 0; k < g->npaths; k++)

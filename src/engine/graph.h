@@ -96,7 +96,8 @@ typedef struct hp_path
 	double		objs;
 	double		value;			/* bytes or objs, as measured */
 	double		current;		/* the measure in input 0 alone: the profile, before any base */
-	double	   *input;			/* input i's own bytes and objs: input[2 i], input[2 i + 1] */
+	/* input i's own bytes and objs, input[2 i] and input[2 i + 1]; NULL with one input */
+	double	   *input;
 } hp_path;
 
 typedef struct hp_graph

@@ -221,7 +221,8 @@ main(void)
 			s[i] = (stack) {0, {"a", "b"}, i, 1};
 		combine(&c, w, 1, s, 100, &g);
 		T_CHECK("combine duplicates sum into one path", g.npaths == 1 && g.paths[0].bytes == 4950 &&
-				g.paths[0].objs == 100 && g.nfuncs == 2, "%zu paths, %g", g.npaths, g.paths[0].bytes);
+				g.paths[0].objs == 100 && g.nfuncs == 2 && g.paths[0].input == NULL,
+				"%zu paths, %g", g.npaths, g.paths[0].bytes);
 		T_CHECK("combine interns a name once", hp_combine_func(&c, "b", &added) == 1 && !added &&
 				hp_combine_func(&c, "z", &added) == 2 && added && g.nfuncs == 3,
 				"%zu functions", g.nfuncs);
