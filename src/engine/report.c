@@ -26,6 +26,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 {
 	hp_profile	old;
 	hp_located	old_located;
+	bool		diff = base && !o->join_base;
 
 	memset(r, 0, sizeof(*r));
 	hp_buf_init(&r->text, a);
@@ -39,7 +40,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 		hp_symbolize_profile(a, s, &old, &old_located);
 	hp_build_graph(a, &r->profile, &r->located, base ? &old : NULL,
 				   base ? &old_located : NULL, o, &r->graph);
-	if (!base)
+	if (!diff)
 	{
 		r->graph.coverage = r->profile.coverage;
 		for (size_t i = 0; i < r->profile.nsamples; i++)
@@ -63,7 +64,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 		case HP_REPORT_STACKS:
 			break;
 		case HP_REPORT_FLAMEGRAPH:
-			hp_render_flamegraph(a, &r->graph, o, o->program, base != NULL, &r->text);
+			hp_render_flamegraph(a, &r->graph, o, o->program, diff, &r->text);
 			break;
 		case HP_REPORT_PPROF:
 			hp_render_pprof(a, &r->profile, &r->located, &r->graph, o, &r->text);
