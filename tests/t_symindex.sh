@@ -174,6 +174,7 @@ lib=$(awk '/\/libc\.so/ {print $NF; exit}' "/proc/$(head -n 1 "$data/postmaster.
 bid=$(readelf -n "$lib" | awk '/Build ID/ {print $3}')
 dbg=/usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug
 [ -f "$dbg" ] || fail "no debug file for $lib ($dbg): install libc6-dbg"
+fresh ""	# every index written again after the limits above
 mv "$dbg" "$dbg.hp-away"
 at_exit "mv -f '$dbg.hp-away' '$dbg'"
 rm -f "$dir/$bid.heap"
