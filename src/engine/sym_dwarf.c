@@ -10,6 +10,7 @@
  * whose interrupt may longjmp out: the CU's entry is in the table already,
  * marked unfinished, and walked again from scratch when next looked up.
  */
+#include "ranges.h"
 #include "sym_internal.h"
 
 #include <dwarf.h>
@@ -21,6 +22,8 @@ typedef struct fn_range
 	uint64_t	hi;
 	Dwarf_Off	die;
 } fn_range;
+
+HP_RANGE_TYPE(fn_range);
 
 struct sym_cu
 {
@@ -172,25 +175,9 @@ cu_lookup(hp_env *env, sym_cus *cus, Dwarf_Die *cu)
 static const fn_range *
 find_range(const sym_cu *ci, int depth, uint64_t addr)
 {
-	const fn_range *v = ci->level[depth];
-	size_t		lo = 0;
-	size_t		hi = ci->nlevel[depth];
+	size_t		i = hp_range_at(ci->level[depth], ci->nlevel[depth], sizeof(fn_range), addr);
 
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (v[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || addr >= v[lo - 1].hi)
-		return NULL;
-	/* the first of several ranges starting at the same address */
-	while (lo > 1 && v[lo - 2].lo == v[lo - 1].lo && addr < v[lo - 2].hi)
-		lo--;
-	return &v[lo - 1];
+	return i == SIZE_MAX ? NULL : &ci->level[depth][i];
 }
 
 /* A DIE's function name, preferring the linkage name that carries C++ scopes. */

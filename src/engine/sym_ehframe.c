@@ -9,6 +9,7 @@
  * counted per entry through the analysis' env, whose interrupt may longjmp
  * out: everything allocated so far is then in the index, freed with it.
  */
+#include "ranges.h"
 #include "sym_internal.h"
 
 #include <gelf.h>
@@ -225,22 +226,12 @@ sym_ehframe_free(sym_fdes *ix)
 	free(ix->cies);
 }
 
+HP_RANGE_TYPE(sym_fde);
+
 const sym_fde *
 sym_ehframe_find(const sym_fdes *ix, uint64_t addr)
 {
-	size_t		lo = 0;
-	size_t		hi = ix->n;
+	size_t		i = hp_range_at(ix->v, ix->n, sizeof(sym_fde), addr);
 
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (ix->v[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo > 0 && addr < ix->v[lo - 1].hi)
-		return &ix->v[lo - 1];
-	return NULL;
+	return i == SIZE_MAX ? NULL : &ix->v[i];
 }

@@ -9,6 +9,7 @@
  * arrays are then the index's own (freed with it), and the caller keeps the
  * index marked unfinished until this returns.
  */
+#include "ranges.h"
 #include "sym_internal.h"
 
 #include <gelf.h>
@@ -138,62 +139,21 @@ sym_elf_free(sym_symbols *ix)
 }
 
 /* Index of the last range starting at or below pc, or SIZE_MAX. */
-static size_t
-last_at_or_below(const sym_range *v, size_t n, uint64_t pc)
-{
-	size_t		lo = 0;
-	size_t		hi = n;
-
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (v[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo == 0 ? SIZE_MAX : lo - 1;
-}
+HP_RANGE_TYPE(sym_range);
 
 const sym_range *
 sym_elf_find(const sym_symbols *ix, uint64_t pc)
 {
-	size_t		lo = last_at_or_below(ix->syms, ix->nsyms, pc) + 1;
+	size_t		i = hp_symbol_at(ix->syms, ix->nsyms, sizeof(sym_range), pc);
 
-	/* lo = first symbol starting after pc; look back for one that spans it */
-	for (size_t i = lo, tries = 0; i-- > 0 && tries < 8; tries++)
-		if (pc < ix->syms[i].hi)
-		{
-			/* aliases sort best first: take the first of this start that spans pc */
-			while (i > 0 && ix->syms[i - 1].lo == ix->syms[i].lo && pc < ix->syms[i - 1].hi)
-				i--;
-			return &ix->syms[i];
-		}
-	return NULL;
+	return i == SIZE_MAX ? NULL : &ix->syms[i];
 }
 
-/*
- * An assembly entry point (sizeless global label) names pc only when no sized
- * symbol and no function start from .eh_frame lies between it and pc -- the
- * rule libdwfl uses, so code after a label is never given the label's name
- * across a real function boundary.
- */
+/* The label naming pc (see ranges.h), or NULL. */
 const sym_range *
 sym_elf_label(const sym_symbols *ix, uint64_t pc, uint64_t start)
 {
-	size_t		i = last_at_or_below(ix->labels, ix->nlabels, pc);
-	size_t		j = last_at_or_below(ix->syms, ix->nsyms, pc);
-	const sym_range *label;
+	size_t		i = hp_label_at(ix->labels, ix->nlabels, ix->syms, ix->nsyms, sizeof(sym_range), pc, start);
 
-	if (i == SIZE_MAX)
-		return NULL;
-	label = &ix->labels[i];
-	if (pc >= label->hi)
-		return NULL;
-	if (j != SIZE_MAX && ix->syms[j].hi > label->lo)
-		return NULL;
-	if (start != UINT64_MAX && start > label->lo)
-		return NULL;
-	return label;
+	return i == SIZE_MAX ? NULL : &ix->labels[i];
 }

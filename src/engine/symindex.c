@@ -6,6 +6,7 @@
  * libdwfl's dwfl_module_getsrc, over the file's records, so that a name
  * from the index is the name the object's files give.
  */
+#include "ranges.h"
 #include "symindex.h"
 
 #include <stdlib.h>
@@ -70,92 +71,41 @@ hp_symindex_open(hp_symindex *ix, const void *p, size_t len,
 /* ---- searching ---- */
 
 /* Index of the last symbol starting at or below addr, or SIZE_MAX. */
-static size_t
-sym_at_or_below(const hpx_sym *v, size_t n, uint64_t addr)
-{
-	size_t		lo = 0;
-	size_t		hi = n;
-
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (v[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo == 0 ? SIZE_MAX : lo - 1;
-}
+HP_RANGE_TYPE(hpx_sym);
+HP_RANGE_TYPE(hpx_fde);
+HP_RANGE_TYPE(hpx_inline);
+_Static_assert(offsetof(hpx_line, addr) == 0, "hpx_line is sorted by addr");
 
 const hpx_sym *
 hp_symindex_sym(const hp_symindex *ix, uint64_t addr)
 {
-	size_t		lo = sym_at_or_below(ix->syms, ix->nsyms, addr) + 1;
+	size_t		i = hp_symbol_at(ix->syms, ix->nsyms, sizeof(hpx_sym), addr);
 
-	for (size_t i = lo, tries = 0; i-- > 0 && tries < 8; tries++)
-		if (addr < ix->syms[i].hi)
-		{
-			while (i > 0 && ix->syms[i - 1].lo == ix->syms[i].lo && addr < ix->syms[i - 1].hi)
-				i--;
-			return &ix->syms[i];
-		}
-	return NULL;
+	return i == SIZE_MAX ? NULL : &ix->syms[i];
 }
 
 const hpx_sym *
 hp_symindex_label(const hp_symindex *ix, uint64_t addr, uint64_t start)
 {
-	size_t		i = sym_at_or_below(ix->labels, ix->nlabels, addr);
-	size_t		j = sym_at_or_below(ix->syms, ix->nsyms, addr);
-	const hpx_sym *label;
+	size_t		i = hp_label_at(ix->labels, ix->nlabels, ix->syms, ix->nsyms, sizeof(hpx_sym), addr, start);
 
-	if (i == SIZE_MAX)
-		return NULL;
-	label = &ix->labels[i];
-	if (addr >= label->hi)
-		return NULL;
-	if (j != SIZE_MAX && ix->syms[j].hi > label->lo)
-		return NULL;
-	if (start != UINT64_MAX && start > label->lo)
-		return NULL;
-	return label;
+	return i == SIZE_MAX ? NULL : &ix->labels[i];
 }
 
 const hpx_fde *
 hp_symindex_fde(const hp_symindex *ix, uint64_t addr)
 {
-	size_t		lo = 0;
-	size_t		hi = ix->nfdes;
+	size_t		i = hp_range_at(ix->fdes, ix->nfdes, sizeof(hpx_fde), addr);
 
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (ix->fdes[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 && addr < ix->fdes[lo - 1].hi ? &ix->fdes[lo - 1] : NULL;
+	return i == SIZE_MAX ? NULL : &ix->fdes[i];
 }
 
 const hpx_line *
 hp_symindex_line(const hp_symindex *ix, uint64_t addr)
 {
-	size_t		lo = 0;
-	size_t		hi = ix->nlines;
+	size_t		i = hp_last_le(ix->lines, ix->nlines, sizeof(hpx_line), addr);
 
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (ix->lines[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 && ix->lines[lo - 1].file != HPX_END ? &ix->lines[lo - 1] : NULL;
+	return i != SIZE_MAX && ix->lines[i].file != HPX_END ? &ix->lines[i] : NULL;
 }
 
 int
@@ -166,24 +116,11 @@ hp_symindex_chain(const hp_symindex *ix, uint64_t addr, const hpx_inline *out[HP
 	for (int d = 0; d < HPX_DEPTHS; d++)
 	{
 		const hpx_inline *v = ix->inl + ix->depth[d];
-		size_t		lo = 0;
-		size_t		hi = ix->depth[d + 1] - ix->depth[d];
+		size_t		i = hp_range_at(v, ix->depth[d + 1] - ix->depth[d], sizeof(hpx_inline), addr);
 
-		while (lo < hi)
-		{
-			size_t		mid = lo + (hi - lo) / 2;
-
-			if (v[mid].lo <= addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo == 0 || addr >= v[lo - 1].hi)
+		if (i == SIZE_MAX)
 			break;
-		/* the first of several ranges starting at the same address (sym_dwarf.c) */
-		while (lo > 1 && v[lo - 2].lo == v[lo - 1].lo && addr < v[lo - 2].hi)
-			lo--;
-		out[k++] = &v[lo - 1];
+		out[k++] = &v[i];
 	}
 	return k;
 }
