@@ -3,16 +3,31 @@
  * flamegraph.pl.
  *
  * Paths become a tree from the root (bottom) to the allocating frames (top);
- * a frame's width is the memory below it.  The SVG is self-contained:
- * tooltips (<title>), a details line on hover, click to zoom, a search (the
- * Search button, or ?s=REGEX in the URL) that highlights matching frames and
- * tells the share of the stacks through them -- heapprof_top's cum_pct for
- * one function -- all in a few lines of script.  Colors tell the object: the program itself (o->home_object, e.g.
+ * a frame's width is the memory below it.  The tree is built in linear time
+ * (a child is found by a hash of parent and function), and the output is a
+ * few MB whatever the profile, as flamegraph.pl's --minwidth: only frames at
+ * least a pixel wide are drawn (at most MAX_FRAMES), and the siblings
+ * narrower than that become one gray "N narrower frames" box.
+ *
+ * The SVG is self-contained: tooltips (<title>), a details line on hover,
+ * click to zoom, and a search (the Search button, or ?s=REGEX in the URL)
+ * that highlights matching frames and tells the share of the stacks through
+ * them -- heapprof_top's cum for one function, each stack once for several.
+ * The search counts from data, not from what is drawn, as speedscope and
+ * pprof's web view do: a table of the function names, each once, and of the
+ * tree's nodes in depth-first order (name, width, subtree size), exact when
+ * it fits in TABLE_BYTES, with each name's cum.  A larger tree keeps its
+ * widest nodes there: a search matching one function still tells its cum
+ * exactly, one matching several shows what the table leaves out as "up to"
+ * that much more.
+ *
+ * Colors tell the object: the program itself (o->home_object, e.g.
  * postgres) warm, its extensions purple, the C library and loader green,
  * other libraries aqua.  In a diff, widths are the current profile and
  * colors the change: red grew, blue shrank.  Names come from ELF and DWARF
  * and may hold any byte: they are escaped, and bytes that are not UTF-8
- * become '?', so the document is always well-formed XML.
+ * become '?', so the document is always well-formed XML; in the table's
+ * script '<', '>' and '&' are \u escapes, so no name can end it.
  */
 #include "render.h"
 
@@ -26,7 +41,7 @@
 #define PAD_BOTTOM 34
 #define PAD_SIDE 10
 #define MIN_PX 1.0				/* narrower frames are merged into one box */
-#define MAX_FRAMES 8192			/* at most this many drawn: a wider cut beyond */
+#define MAX_FRAMES 4096			/* at most this many drawn: a wider cut beyond */
 #define TABLE_BYTES (3 << 20)	/* about the most the search table takes */
 #define ENTRY_BYTES 24			/* one table entry, about */
 #define NAME_MAX 1000			/* bytes of a name kept in the table */
@@ -174,6 +189,17 @@ typedef struct cut_cost
 	uint32_t	pass;
 } cut_cost;
 
+/* Bytes of a name in the table, about: escaped, quoted, a comma, its cum. */
+static size_t
+name_bytes(const char *s)
+{
+	size_t		n = 3 + 12;		/* and its cum */
+
+	for (size_t i = 0; s[i] && i < NAME_MAX; i++)
+		n += strchr("<>&", s[i]) ? 6 : strchr("\"\\", s[i]) ? 2 : 1;
+	return n;
+}
+
 static size_t
 cost_of(tree *t, double cut, cut_cost *c)
 {
@@ -197,7 +223,7 @@ cost_of(tree *t, double cut, cut_cost *c)
 			if (c->mark[nd->func] != c->pass)
 			{
 				c->mark[nd->func] = c->pass;
-				cost += strnlen(c->g->funcs[nd->func].name, NAME_MAX) + 4;
+				cost += name_bytes(c->g->funcs[nd->func].name);
 			}
 		}
 		else if (nd->parent == NONE ? !cut_root :
@@ -433,12 +459,13 @@ static const char script[] =
 	" * the table leaves out, narrower than any entry, which a match may or may not hold\n"
 	" */\n"
 	"function find(term) {\n"
-	"  var re, m, hit = 0, out = 0;\n"
+	"  var re, m, hit = 0, out = 0, one = [];\n"
 	"  try { re = new RegExp(term); } catch (e) { matched.textContent = 'Bad search: ' + e.message; return; }\n"
-	"  m = N.map(function (s) { return term !== '' && re.test(s); });\n"
+	"  m = N.map(function (s, k) { var on = term !== '' && re.test(s); if (on) one.push(k); return on; });\n"
 	"  frames.forEach(function (f) { var k = +f.dataset.f;\n"
 	"    f.querySelector('rect').setAttribute('fill', k >= 0 && m[k] ? 'rgb(230,0,230)' : f.dataset.fill); });\n"
-	"  for (var i = 0; i < F.length;) {\n"
+	"  if (one.length == 1) hit = C[one[0]];  // one function: its cum, exact even when the table is cut\n"
+	"  else for (var i = 0; i < F.length;) {\n"
 	"    if (F[i] >= 0 && m[F[i]]) { hit += V[i]; i += S[i]; }\n"
 	"    else { if (F[i] < 0) out += V[i]; i++; }\n"
 	"  }\n"
@@ -465,6 +492,7 @@ typedef struct flame
 	double		max_delta;
 	const char *unit;
 	uint32_t   *ids;			/* per function: its name's index in the table, NONE: absent */
+	double	   *cum;			/* per function: the width of the stacks through it */
 	uint32_t	max_depth;		/* of what is drawn */
 	int			height;
 } flame;
@@ -482,7 +510,8 @@ list(hp_buf *out, const char *name, const hp_buf *b)
 #define KEPT(f, nd) ((nd)->width > 0 && (nd)->width >= (f)->tcut)
 
 /*
- * The search table, in a script of its own: N the names (each once), and
+ * The search table, in a script of its own: N the names (each once), C
+ * their cum (the width of the stacks through each, exact in any case), and
  * per entry, in depth-first order, F its name's index, V its width, S the
  * entries of its subtree.  An entry of F = -1 stands for the children its
  * parent has narrower than tcut.  Exact, with no such entry, when the whole
@@ -492,7 +521,7 @@ static void
 write_table(flame *f)
 {
 	tree	   *t = &f->t;
-	hp_buf		names, fs, vs, ss;
+	hp_buf		names, cs, fs, vs, ss;
 	uint32_t   *stack;
 	size_t		sp = 0, kept = 0, nids = 0;
 	double		cut_roots = 0;
@@ -522,6 +551,7 @@ write_table(flame *f)
 	f->ids = hp_alloc(f->a, (f->g->nfuncs ? f->g->nfuncs : 1) * sizeof(uint32_t));
 	memset(f->ids, 0xff, (f->g->nfuncs ? f->g->nfuncs : 1) * sizeof(uint32_t));
 	hp_buf_init(&names, f->a);
+	hp_buf_init(&cs, f->a);
 	hp_buf_init(&fs, f->a);
 	hp_buf_init(&vs, f->a);
 	hp_buf_init(&ss, f->a);
@@ -548,6 +578,7 @@ write_table(flame *f)
 			hp_buf_append(&names, "\"", 1);
 			name_text(&names, f->g->funcs[nd->func].name, NAME_MAX, true);
 			hp_buf_append(&names, "\",", 2);
+			number(&cs, f->cum[nd->func]);
 		}
 		hp_buf_append(&fs, s, snprintf(s, sizeof(s), "%u,", f->ids[nd->func]));
 		number(&vs, nd->width);
@@ -568,6 +599,7 @@ write_table(flame *f)
 	}
 	hp_buf_printf(f->out, "<script type=\"text/ecmascript\"><![CDATA[\n");
 	list(f->out, "N", &names);
+	list(f->out, "C", &cs);
 	list(f->out, "F", &fs);
 	list(f->out, "V", &vs);
 	list(f->out, "S", &ss);
@@ -691,6 +723,25 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 		f.max_delta = fmax(f.max_delta, fabs(f.t.nodes[i].delta));
 		if (f.t.nodes[i].width > 0)
 			minw = fmin(minw, f.t.nodes[i].width);
+	}
+	/* each function's cum, counted once per path however often it recurs */
+	{
+		uint32_t   *seen = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(uint32_t));
+
+		f.cum = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(double));
+		for (size_t k = 0; k < g->npaths; k++)
+		{
+			const hp_path *path = &g->paths[k];
+			double		w = diff ? path->current : path->value;
+
+			hp_work(a->env, path->nframes + 1);
+			for (uint32_t j = 0; j < path->nframes && w > 0; j++)
+				if (seen[path->frames[j]] != k + 1)
+				{
+					seen[path->frames[j]] = (uint32_t) k + 1;
+					f.cum[path->frames[j]] += w;
+				}
+		}
 	}
 	f.scale = f.total > 0 ? (WIDTH - 2 * PAD_SIDE) / f.total : 0;
 	f.tcut = f.dcut = f.px = HUGE_VAL;
