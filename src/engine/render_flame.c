@@ -44,7 +44,7 @@
 #define MAX_FRAMES 4096			/* at most this many drawn: a wider cut beyond */
 #define TABLE_BYTES (3 << 20)	/* about the most the search table takes */
 #define ENTRY_BYTES 24			/* one table entry, about */
-#define NAME_MAX 1000			/* bytes of a name kept in the table */
+#define TABLE_NAME_MAX 1000		/* bytes of a name kept in the table */
 #define TITLE_MAX 300			/* bytes of a name in a frame's tooltip */
 #define NONE UINT32_MAX
 #define PSEUDO 0x80000000u		/* size flag: the entry has a "narrower" child */
@@ -195,7 +195,7 @@ name_bytes(const char *s)
 {
 	size_t		n = 3 + 12;		/* and its cum */
 
-	for (size_t i = 0; s[i] && i < NAME_MAX; i++)
+	for (size_t i = 0; s[i] && i < TABLE_NAME_MAX; i++)
 		n += strchr("<>&", s[i]) ? 6 : strchr("\"\\", s[i]) ? 2 : 1;
 	return n;
 }
@@ -576,7 +576,7 @@ write_table(flame *f)
 		{
 			f->ids[nd->func] = (uint32_t) nids++;
 			hp_buf_append(&names, "\"", 1);
-			name_text(&names, f->g->funcs[nd->func].name, NAME_MAX, true);
+			name_text(&names, f->g->funcs[nd->func].name, TABLE_NAME_MAX, true);
 			hp_buf_append(&names, "\",", 2);
 			number(&cs, f->cum[nd->func]);
 		}
