@@ -14,6 +14,8 @@
 #    expected top frame (screenshot kept in $HP_ARTIFACTS, not in git); its
 #    search (?s=REGEX) tells heapprof_top's cum_bytes and cum_pct for a
 #    function, and counts each stack once when several of its frames match;
+#    frames narrower than a pixel are merged into boxes when drawn, and the
+#    search counts functions that only have such frames as exactly;
 #  - pg_heapprof fails cleanly on a wrong password, a database without the
 #    extension, a bad pid and bad arguments.
 set -euo pipefail
@@ -147,6 +149,16 @@ got=$(search '^(hpt_outer|hpt_middle|hpt_leaf_alloc)$')
 same "$got" "$(cum hpt_outer)" || fail "search of a chain shows '$got', hpt_outer's cum is '$(cum hpt_outer)'"
 got=$(search "^($1|$2|$3)\$")
 same "$got" "$any" || fail "search ^($1|$2|$3)\$ shows '$got', the stacks through them hold '$any'"
+# many functions narrower than a pixel (1/1180 of the total): drawn merged, searched from the table
+T=$(sed -n 's/.*, T = \([0-9.]*\);$/\1/p' "$w/search.svg")
+narrow=$(awk -F'|' -v px="$(awk -v t="$T" 'BEGIN { print t / 1180 }')" \
+	'$1 ~ /^[A-Za-z_][A-Za-z0-9_]*$/ && $2 > 0 && $2 < px { print $1 }' "$w/cum.top")
+[ "$(wc -w <<<"$narrow")" -ge 20 ] || fail "only $(wc -w <<<"$narrow") functions are narrower than a pixel"
+grep -q ' narrower frames (' "$w/search.svg" || fail "no box of narrower frames"
+for fn in $(sed -n '1p;7p;19p;$p' <<<"$narrow"); do
+	got=$(search "^$fn\$")
+	same "$got" "$(cum "$fn")" || fail "search $fn (under a pixel) shows '$got', heapprof_top's cum is '$(cum "$fn")'"
+done
 
 # leak mode: the session grows while pg_heapprof watches
 cli --seconds 2 --report text --pid "$pid" -o "$w/leak.txt" 2> "$w/leak.err" &

@@ -34,6 +34,7 @@ typedef enum section
 	MAPS,						/* n file lines, one stack of one frame */
 	PPROF,						/* n executable mappings, n functions */
 	STACKS,						/* n stacks of 8 distinct frames */
+	FLAME,						/* n stacks of 7 shared frames and a leaf, as a flame graph */
 	RECENT,						/* n prof_recent records */
 	OBJECT						/* n functions of one object, all in stacks */
 } section;
@@ -137,6 +138,17 @@ generate(section s, size_t n, gen *g)
 		for (size_t i = 0; i < n; i++)
 			put(g, "@ 0x%llx\n  t*: 1: 100 [0: 0]\n", 0x100000000000ULL + 16 * i);
 	}
+	else if (s == FLAME)
+	{
+		/* one node with n children: no walk of its siblings per child */
+		for (size_t i = 0; i < n; i++)
+		{
+			put(g, "@ 0x%llx", 0x100000000000ULL + 16 * (i + 8));
+			for (size_t k = 0; k < 7; k++)
+				put(g, " 0x%llx", 0x100000000000ULL + 16 * k);
+			put(g, "\n  t*: 1: 100 [0: 0]\n");
+		}
+	}
 	else
 	{
 		for (size_t i = 0; i < n; i++)
@@ -148,7 +160,7 @@ generate(section s, size_t n, gen *g)
 		}
 	}
 	put(g, "\nMAPPED_LIBRARIES:\n");
-	if (s == STACKS)
+	if (s == STACKS || s == FLAME)
 		/* code outside files (JIT): a name per address, by its place in the mapping */
 		put(g, "100000000000-100100000000 r-xp 00000000 00:00 0\n");
 	if (s == MAPS || s == PPROF)
@@ -202,7 +214,8 @@ measure(section s, const gen *g, long *polls)
 		}
 		else
 			hp_analyze(&a, symbolizer, g->p, g->len, NULL, 0, &o,
-					   s == PPROF ? HP_REPORT_PPROF : HP_REPORT_TEXT, SIZE_MAX, &r);
+					   s == PPROF ? HP_REPORT_PPROF : s == FLAME ? HP_REPORT_FLAMEGRAPH : HP_REPORT_TEXT,
+					   SIZE_MAX, &r);
 		t0 = cpu_ns() - t0;
 		hp_arena_free(&a);
 		if (run == 0 || t0 < best)
@@ -498,6 +511,7 @@ main(void)
 	check("maps lines", MAPS, 4000);
 	check("pprof mappings", PPROF, 1000);
 	check("stacks and frames", STACKS, 1000);
+	check("flame graph children", FLAME, 1000);
 	check("prof_recent records", RECENT, 1000);
 	too_many_files();
 	if (mkdtemp(tmpdir) == NULL)
