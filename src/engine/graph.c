@@ -241,7 +241,13 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 		}
 		if (n > UINT32_MAX)
 			hp_fail(b->env, HP_ELIMIT, "a stack of the heap profile has too many frames");
-		k = hp_map_put(&b->paths, seq, n * sizeof(uint32_t), &added);
+		/* the labels end the key: the same functions of two statements are two paths */
+		HP_RESERVE(a, seq, cap, n + 3);
+		seq[n] = smp->labels;
+		seq[n + 1] = smp->labels & HP_HAS_CONTEXT ? smp->context : 0;
+		seq[n + 2] = (uint32_t) (smp->queryid >> 32);
+		seq[n + 3] = (uint32_t) smp->queryid;
+		k = hp_map_put(&b->paths, seq, (n + 4) * sizeof(uint32_t), &added);
 		if (added)
 		{
 			HP_RESERVE(a, g->paths, b->paths_cap, k);
@@ -249,6 +255,9 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 			if (n)				/* seq is NULL for a path with no frame left */
 				memcpy(g->paths[k].frames, seq, n * sizeof(uint32_t));
 			g->paths[k].nframes = (uint32_t) n;
+			g->paths[k].labels = smp->labels;
+			g->paths[k].context = seq[n + 1];
+			g->paths[k].queryid = smp->queryid;
 			g->npaths = k + 1;
 		}
 		g->paths[k].match |= m;

@@ -19,6 +19,14 @@ typedef enum hp_measure
 	HP_INUSE_OBJECTS
 } hp_measure;
 
+/* What a report puts at the root of every stack (labels.h). */
+typedef enum hp_group
+{
+	HP_GROUP_FUNCTION,			/* nothing: functions only */
+	HP_GROUP_QUERY,				/* "query ID", or "query (none)" outside any statement */
+	HP_GROUP_CONTEXT			/* "context NAME", or "context (none)" */
+} hp_group;
+
 typedef struct hp_options
 {
 	hp_measure	measure;
@@ -54,6 +62,15 @@ typedef struct hp_options
 
 	/* flame graph: the object (file name) of the program itself, warm colors; NULL: none */
 	const char *home_object;
+
+	/*
+	 * Labels (labels.h): a root per statement or context, and only the
+	 * samples of one statement (with_queryid) or one context (NULL: any).
+	 */
+	hp_group	group_by;
+	bool		with_queryid;
+	uint64_t	queryid;
+	const char *context;
 } hp_options;
 
 #define HP_OPTIONS_DEFAULT { \
@@ -90,6 +107,9 @@ typedef struct hp_path
 	double		objs;
 	double		value;			/* bytes or objs, as measured */
 	double		current;		/* the measure in the profile alone, before any base */
+	uint8_t		labels;			/* its samples' labels (profile.h): paths differ by them too */
+	uint32_t	context;		/* the current profile's contexts[context] */
+	uint64_t	queryid;
 } hp_path;
 
 typedef struct hp_graph

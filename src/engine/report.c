@@ -1,7 +1,8 @@
 /*
  * report.c -- run the pipeline stages in order (see profile.h):
- * parse -> unsample -> locate -> graph -> render.
+ * parse -> unsample -> labels -> locate -> graph -> labels -> render.
  */
+#include "labels.h"
 #include "report.h"
 
 #include <string.h>
@@ -33,6 +34,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	read_profile(a, dump, len, "", &r->profile);
 	if (base)
 		read_profile(a, base, base_len, "base profile: ", &old);
+	hp_labels_prepare(a, &r->profile, base ? &old : NULL, o);
 	/* the current profile first: its modules get the identity checks */
 	hp_symbolize_profile(a, s, &r->profile, &r->located);
 	if (base)
@@ -45,6 +47,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 		for (size_t i = 0; i < r->profile.nsamples; i++)
 			r->graph.profile_bytes += r->profile.samples[i].bytes;
 	}
+	hp_labels_group(a, &r->profile, o, &r->graph);
 
 	switch (kind)
 	{

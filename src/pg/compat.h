@@ -52,6 +52,12 @@ typedef BackendId hpg_signal_id;
 #define hpg_signal_id_of(proc, is_backend) ((is_backend) ? (proc)->backendId : InvalidBackendId)
 #endif
 
+/*
+ * The top-level statement's queryid as pg_stat_activity shows it (0: none);
+ * 18 made it int64, from uint64.  A plain read of this backend's entry.
+ */
+#define hpg_my_query_id() ((uint64) pgstat_get_my_query_id())
+
 /* 17 added the Bump allocator, whose method table fold.c reads too. */
 #if PG_VERSION_NUM >= 170000
 #define HPG_HAVE_BUMP 1
