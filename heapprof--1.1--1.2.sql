@@ -7,3 +7,275 @@
 -- written in SQL run with a fixed search_path ("Security Considerations for
 -- Extension Scripts").  A fresh CREATE EXTENSION runs 1.0, 1.1 and then this
 -- script, so an install and an update cannot differ.
+
+-- Reports: the stored profile to report on is named by stored => NAME ----------
+-- (1.1 called it dump, a word that also names the heapprof_dump_* reports and
+-- exit dumps).  An argument's name changes only by re-creating the function,
+-- so each report's grants are kept aside and given back (by the extension's
+-- owner, who runs the update): a DBA's own grants and the workflows' survive
+-- the update alike.
+CREATE TABLE @extschema@.heapprof_update_acl AS
+SELECT p.proname::pg_catalog.text AS proname, a.grantee, a.is_grantable
+FROM pg_catalog.pg_proc p
+JOIN pg_catalog.pg_depend d
+  ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+ AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+JOIN pg_catalog.pg_extension e
+  ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'heapprof',
+LATERAL pg_catalog.aclexplode(p.proacl) a
+WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['heapprof_dump_dot', 'heapprof_dump_text',
+        'heapprof_dump_collapsed', 'heapprof_top', 'heapprof_stacks', 'heapprof_dump_flamegraph',
+        'heapprof_dump_pprof'])
+  AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
+
+DROP FUNCTION @extschema@.heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean, boolean, text, boolean, text, integer, boolean, double precision);
+DROP FUNCTION @extschema@.heapprof_dump_text(integer, boolean, text, text, boolean, boolean, text, boolean, text, integer, text, boolean, double precision);
+DROP FUNCTION @extschema@.heapprof_dump_collapsed(boolean, text, text, boolean, text, boolean, text, integer, boolean, double precision);
+DROP FUNCTION @extschema@.heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision);
+DROP FUNCTION @extschema@.heapprof_stacks(text, text, boolean, text, boolean, text, integer, boolean, double precision);
+DROP FUNCTION @extschema@.heapprof_dump_flamegraph(boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision);
+DROP FUNCTION @extschema@.heapprof_dump_pprof(boolean, text, text, boolean, text, boolean, text, integer, boolean, double precision);
+
+-- Options as in 1.0, with stored for dump:
+--   stored         report on this stored profile (a snapshot, exit dump or
+--                  statement capture; heapprof_stored() lists them) instead
+--                  of a process now
+CREATE FUNCTION @extschema@.heapprof_dump_dot(
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    nodecount integer DEFAULT 80,
+    nodefraction double precision DEFAULT 0.005,
+    edgefraction double precision DEFAULT 0.001,
+    show_bytes boolean DEFAULT false,
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    stored text DEFAULT NULL,
+    pid integer DEFAULT NULL,
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
+RETURNS SETOF text
+AS 'MODULE_PATHNAME', 'heapprof_dump_dot'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION @extschema@.heapprof_dump_text(
+    n integer DEFAULT NULL,
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    show_bytes boolean DEFAULT false,
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    stored text DEFAULT NULL,
+    pid integer DEFAULT NULL,
+    order_by text DEFAULT 'flat',
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
+RETURNS SETOF text
+AS 'MODULE_PATHNAME', 'heapprof_dump_text'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION @extschema@.heapprof_dump_collapsed(
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    stored text DEFAULT NULL,
+    pid integer DEFAULT NULL,
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
+RETURNS SETOF text
+AS 'MODULE_PATHNAME', 'heapprof_dump_collapsed'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION @extschema@.heapprof_top(
+    n integer DEFAULT 20,
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    stored text DEFAULT NULL,
+    pid integer DEFAULT NULL,
+    order_by text DEFAULT 'flat',
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
+RETURNS TABLE(
+    rank integer,
+    flat_bytes bigint,
+    flat_pct double precision,
+    sum_pct double precision,
+    cum_bytes bigint,
+    cum_pct double precision,
+    function text,
+    location text)
+AS 'MODULE_PATHNAME', 'heapprof_top'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION @extschema@.heapprof_stacks(
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    stored text DEFAULT NULL,
+    pid integer DEFAULT NULL,
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
+RETURNS TABLE(bytes bigint, objects bigint, frames text[])
+AS 'MODULE_PATHNAME', 'heapprof_stacks'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION @extschema@.heapprof_dump_flamegraph(
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    stored text DEFAULT NULL,
+    pid integer DEFAULT NULL,
+    title text DEFAULT NULL,
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'heapprof_dump_flamegraph'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION @extschema@.heapprof_dump_pprof(
+    objects boolean DEFAULT false,
+    focus text DEFAULT NULL,
+    ignore text DEFAULT NULL,
+    fold boolean DEFAULT true,
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    stored text DEFAULT NULL,
+    pid integer DEFAULT NULL,
+    peak boolean DEFAULT false,
+    seconds double precision DEFAULT NULL)
+RETURNS bytea
+AS 'MODULE_PATHNAME', 'heapprof_dump_pprof'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+REVOKE ALL ON FUNCTION
+    @extschema@.heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean, boolean, text, boolean, text, integer, boolean, double precision),
+    @extschema@.heapprof_dump_text(integer, boolean, text, text, boolean, boolean, text, boolean, text, integer, text, boolean, double precision),
+    @extschema@.heapprof_dump_collapsed(boolean, text, text, boolean, text, boolean, text, integer, boolean, double precision),
+    @extschema@.heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision),
+    @extschema@.heapprof_stacks(text, text, boolean, text, boolean, text, integer, boolean, double precision),
+    @extschema@.heapprof_dump_flamegraph(boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision),
+    @extschema@.heapprof_dump_pprof(boolean, text, text, boolean, text, boolean, text, integer, boolean, double precision)
+FROM PUBLIC;
+
+-- Every stored profile a report reads by name, of every kind -------------------
+CREATE FUNCTION @extschema@.heapprof_stored()
+RETURNS TABLE(
+    name text,
+    kind text,
+    pid integer,
+    owner text,
+    taken_at timestamptz,
+    total_bytes bigint,
+    file_bytes bigint)
+AS 'MODULE_PATHNAME', 'heapprof_stored'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+REVOKE ALL ON FUNCTION @extschema@.heapprof_stored() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.heapprof_stored() IS
+    'the stored profiles you may read with stored => name: snapshots, exit dumps, statement captures';
+
+-- heapprof_stored joins the workflows that read stored profiles.
+CREATE OR REPLACE FUNCTION @extschema@.heapprof_workflows()
+RETURNS TABLE(workflow text, function regprocedure)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT w.workflow, p.oid::pg_catalog.regprocedure
+FROM (VALUES
+    -- profile one's own sessions
+    ('own', 'heapprof_status'), ('own', 'heapprof_enable'), ('own', 'heapprof_disable'),
+    ('own', 'heapprof_reset'), ('own', 'heapprof_top'), ('own', 'heapprof_dump_dot'),
+    -- own, and snapshots to diff against
+    ('leaks', 'heapprof_status'), ('leaks', 'heapprof_enable'), ('leaks', 'heapprof_disable'),
+    ('leaks', 'heapprof_reset'), ('leaks', 'heapprof_top'), ('leaks', 'heapprof_dump_dot'),
+    ('leaks', 'heapprof_dump_text'), ('leaks', 'heapprof_stacks'), ('leaks', 'heapprof_snapshot'),
+    ('leaks', 'heapprof_snapshots'), ('leaks', 'heapprof_drop_snapshot'), ('leaks', 'heapprof_stored'),
+    -- pid => N and pg_heapprof: --list, --enable, --disable, --report, --seconds
+    ('processes', 'heapprof_status'), ('processes', 'heapprof_backends'),
+    ('processes', 'heapprof_enable'), ('processes', 'heapprof_disable'),
+    ('processes', 'heapprof_reset'), ('processes', 'heapprof_top'),
+    ('processes', 'heapprof_dump_dot'), ('processes', 'heapprof_dump_text'),
+    ('processes', 'heapprof_dump_collapsed'), ('processes', 'heapprof_dump_flamegraph'),
+    ('processes', 'heapprof_stacks'), ('processes', 'heapprof_snapshot'),
+    ('processes', 'heapprof_drop_snapshot'),
+    -- the peak, statement captures, windows and exit dumps, in SQL and with
+    -- pg_heapprof --peak, --allocations, --stored and --captures
+    ('history', 'heapprof_status'), ('history', 'heapprof_peak'),
+    ('history', 'heapprof_captures'), ('history', 'heapprof_allocations'),
+    ('history', 'heapprof_dumps'), ('history', 'heapprof_stored'), ('history', 'heapprof_top'),
+    ('history', 'heapprof_dump_dot'), ('history', 'heapprof_dump_text'),
+    ('history', 'heapprof_dump_collapsed'), ('history', 'heapprof_dump_flamegraph'),
+    ('history', 'heapprof_stacks'),
+    -- run-time addresses and the paths of everything mapped (pprof, raw,
+    -- pg_heapprof --client-symbols): for roles trusted with /proc
+    ('trusted', 'heapprof_dump_raw'), ('trusted', 'heapprof_dump_portable'),
+    ('trusted', 'heapprof_dump_pprof')) AS w(workflow, proname)
+JOIN pg_catalog.pg_proc p ON p.proname OPERATOR(pg_catalog.=) w.proname
+JOIN pg_catalog.pg_depend d
+  ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+ AND d.objid OPERATOR(pg_catalog.=) p.oid
+ AND d.deptype OPERATOR(pg_catalog.=) 'e'
+JOIN pg_catalog.pg_extension e
+  ON e.oid OPERATOR(pg_catalog.=) d.refobjid
+ AND e.extname OPERATOR(pg_catalog.=) 'heapprof'
+ORDER BY w.workflow, p.oid::pg_catalog.regprocedure::pg_catalog.text
+$$;
+
+-- Give back what the re-created reports held, then every workflow holder what
+-- its workflows now name (heapprof_stored included).  GRANT in an extension
+-- script is recorded as the extension's initial privilege, which pg_dump
+-- never dumps, so these grants would vanish in a dump and restore: the
+-- initial privileges are put back as they were before the grants, as a fresh
+-- install has them, and the grants stay the DBA's own.
+DO LANGUAGE plpgsql $$
+DECLARE
+    g record;
+    init pg_catalog.jsonb;
+BEGIN
+    SELECT pg_catalog.jsonb_object_agg(i.objoid::pg_catalog.text, i.initprivs::pg_catalog.text) INTO init
+    FROM pg_catalog.pg_init_privs i
+    JOIN pg_catalog.pg_depend d
+      ON d.classid OPERATOR(pg_catalog.=) i.classoid AND d.objid OPERATOR(pg_catalog.=) i.objoid
+     AND d.deptype OPERATOR(pg_catalog.=) 'e'
+    JOIN pg_catalog.pg_extension e
+      ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'heapprof'
+    WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
+    FOR g IN SELECT DISTINCT p.oid::pg_catalog.regprocedure AS function, a.grantee, a.is_grantable
+             FROM @extschema@.heapprof_update_acl a
+             JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+             JOIN pg_catalog.pg_proc p ON p.proname OPERATOR(pg_catalog.=) a.proname
+              AND p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+             ORDER BY 1, 2, 3 LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I%s',
+            g.function, pg_catalog.pg_get_userbyid(g.grantee),
+            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    FOR g IN SELECT DISTINCT w.function, pg_catalog.pg_get_userbyid(h.role) AS role
+             FROM @extschema@.heapprof_grants h
+             JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) h.role
+             JOIN @extschema@.heapprof_workflows() w ON w.workflow OPERATOR(pg_catalog.=) h.workflow
+             ORDER BY 1, 2 LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', g.function, g.role);
+    END LOOP;
+    UPDATE pg_catalog.pg_init_privs i
+    SET initprivs = (init OPERATOR(pg_catalog.->>) i.objoid::pg_catalog.text)::pg_catalog.aclitem[]
+    WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+      AND init OPERATOR(pg_catalog.?) i.objoid::pg_catalog.text
+      AND i.initprivs OPERATOR(pg_catalog.<>) (init OPERATOR(pg_catalog.->>) i.objoid::pg_catalog.text)::pg_catalog.aclitem[];
+END
+$$;
+DROP TABLE @extschema@.heapprof_update_acl;

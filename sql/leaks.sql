@@ -21,7 +21,7 @@ SELECT count(*) FROM heapprof_top(1000, base => 'leaky', drop_negative => true)
 WHERE function = 'hpt_leaf_alloc' AND flat_bytes <> 0;
 
 -- a stored profile can be reported on, and listed
-SELECT flat_bytes, function FROM heapprof_top(1, dump => 'leaky');
+SELECT flat_bytes, function FROM heapprof_top(1, stored => 'leaky');
 SELECT name, pid = pg_backend_pid() AS mine, owner, total_bytes > 0 AS has_bytes,
        samples > 0 AS has_samples, persisted, taken_at <= now() AS taken_before
 FROM heapprof_snapshots() ORDER BY name;
@@ -34,7 +34,7 @@ SELECT format('host=%s port=%s dbname=%s user=postgres',
               current_database()) AS other \gset
 SELECT * FROM dblink(:'other', 'SELECT name, persisted FROM heapprof_snapshots() ORDER BY name')
      AS t(name text, persisted bool);
-SELECT * FROM dblink(:'other', 'SELECT flat_bytes FROM heapprof_top(1, dump => ''leaky'')') AS t(flat bigint);
+SELECT * FROM dblink(:'other', 'SELECT flat_bytes FROM heapprof_top(1, stored => ''leaky'')') AS t(flat bigint);
 
 -- errors
 \pset format unaligned
@@ -43,7 +43,7 @@ SELECT heapprof_test_error('SELECT heapprof_snapshot(''../etc/passwd'')');
 SELECT heapprof_test_error('SELECT heapprof_snapshot(NULL)');
 SELECT heapprof_test_error('SELECT heapprof_drop_snapshot(NULL)');
 SELECT heapprof_test_error('SELECT * FROM heapprof_top(base => ''nosuch'')');
-SELECT heapprof_test_error('SELECT * FROM heapprof_top(dump => ''nosuch'')');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(stored => ''nosuch'')');
 SELECT heapprof_test_error('SELECT heapprof_drop_snapshot(''nosuch'')');
 SELECT heapprof_test_error('SELECT * FROM heapprof_top(drop_negative => NULL)');
 -- a corrupt stored file is an error, not a crash
@@ -51,7 +51,7 @@ DO $$ BEGIN
   EXECUTE format('COPY (SELECT ''not a heap profile'') TO %L',
                  current_setting('data_directory') || '/heapprof/snapshots/corrupt.heap');
 END $$;
-SELECT heapprof_test_error('SELECT * FROM heapprof_top(dump => ''corrupt'')');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(stored => ''corrupt'')');
 SELECT name, total_bytes, samples FROM heapprof_snapshots() WHERE name = 'corrupt';
 SELECT heapprof_drop_snapshot('corrupt');
 \pset format aligned
@@ -69,7 +69,7 @@ RESET ROLE;
 SET ROLE heapprof_bob;
 SELECT name FROM heapprof_snapshots() WHERE persisted ORDER BY name;
 \pset format unaligned
-SELECT heapprof_test_error('SELECT * FROM heapprof_top(dump => ''alice_snap'')');
+SELECT heapprof_test_error('SELECT * FROM heapprof_top(stored => ''alice_snap'')');
 SELECT heapprof_test_error('SELECT heapprof_drop_snapshot(''alice_snap'')');
 SELECT heapprof_test_error('SELECT * FROM heapprof_top(base => ''leaky'')');
 \pset format aligned
@@ -81,7 +81,7 @@ SELECT heapprof_drop_snapshot('before');
 -- on a stored profile, measures its symbol caches against the limit
 \c
 SET heapprof.symbol_cache_limit = 0;
-SELECT count(*) > 0 AS has_rows FROM heapprof_top(dump => 'leaky');
+SELECT count(*) > 0 AS has_rows FROM heapprof_top(stored => 'leaky');
 SELECT heapprof_forget_symbols() AS kept_beyond_limit;
 SELECT heapprof_drop_snapshot('leaky');
 SELECT count(*) AS left_over FROM heapprof_snapshots();

@@ -49,7 +49,7 @@ SELECT prof_enabled, active FROM heapprof_status(pid => (SELECT pid FROM pg_stat
 -- not a server process heapprof can reach; contradictory arguments
 SELECT heapprof_test_error('SELECT heapprof_status(pid => 1)');
 SELECT heapprof_test_error('SELECT heapprof_status(pid => 2147483647)');
-SELECT heapprof_test_error(format('SELECT * FROM heapprof_top(dump => ''x'', pid => %s)', :target_pid));
+SELECT heapprof_test_error(format('SELECT * FROM heapprof_top(stored => ''x'', pid => %s)', :target_pid));
 
 -- a target that does not check for interrupts: the request times out
 -- (asked once it is surely spinning: before, it answers at its next check)

@@ -46,21 +46,21 @@ gen 120000 1024 modules
 gen 120000 1025 over
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
-# bounded NAME ARGS: heapprof_top(dump => 'hp_bounded_NAME', ARGS) under
+# bounded NAME ARGS: heapprof_top(stored => 'hp_bounded_NAME', ARGS) under
 # statement_timeout = 2s finishes or is cancelled within 3 s (took), and a
 # backend running it ends within 1 s of pg_terminate_backend (gone)
 bounded() {
 	local name=$1 args=${2:+, $2} out start job tstart
 	start=$(ms)
 	out=$(q -c "SET statement_timeout = '2s'" \
-		-c "SELECT count(*) FROM heapprof_top(dump => 'hp_bounded_$name'$args)" 2>&1) ||
+		-c "SELECT count(*) FROM heapprof_top(stored => 'hp_bounded_$name'$args)" 2>&1) ||
 		grep -q "canceling statement due to statement timeout" <<<"$out" ||
 		{ echo "$name: $out"; exit 1; }
 	took=$(( $(ms) - start ))
 	[ "$took" -lt 3000 ] || { echo "$name: heapprof_top took $took ms under statement_timeout = 2s"; exit 1; }
 
 	# terminated while it reads (or done by then): gone within 1 s
-	q -c "SELECT count(*) FROM heapprof_top(dump => 'hp_bounded_$name'$args)" >/dev/null 2>&1 &
+	q -c "SELECT count(*) FROM heapprof_top(stored => 'hp_bounded_$name'$args)" >/dev/null 2>&1 &
 	job=$!
 	sleep 0.3
 	q -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -91,7 +91,7 @@ for name in maps modules; do
 done
 
 # one file more than the limit: refused, in the backend and offline
-out=$(q -v VERBOSITY=verbose -c "SELECT count(*) FROM heapprof_top(dump => 'hp_bounded_over')" 2>&1) &&
+out=$(q -v VERBOSITY=verbose -c "SELECT count(*) FROM heapprof_top(stored => 'hp_bounded_over')" 2>&1) &&
 	{ echo "1025 files: accepted"; exit 1; }
 grep -q "ERROR:  54000:.*more than 1024 mapped files" <<<"$out" || { echo "1025 files: $out"; exit 1; }
 if timeout 10 ./heapprof-report --text "$w/over.heap" >/dev/null 2>"$w/err"; then
@@ -125,7 +125,7 @@ as_os sh -c 'umask 077 && cat >"$0"' "$snaps/hp_bounded_spellings.heap" <"$w/spe
 # read whole, named alike in every spelling
 start=$(ms)
 names=$(q -c "SET statement_timeout = '5s'" \
-	-c "SELECT count(*), count(DISTINCT function) FROM heapprof_top(n => 2000, fold => false, dump => 'hp_bounded_spellings')" 2>&1) ||
+	-c "SELECT count(*), count(DISTINCT function) FROM heapprof_top(n => 2000, fold => false, stored => 'hp_bounded_spellings')" 2>&1) ||
 	{ echo "spellings: $names"; exit 1; }
 spelled=$(( $(ms) - start ))
 grep -qx "1|1" <<<"$names" || { echo "spellings: $names functions"; exit 1; }

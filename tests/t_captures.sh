@@ -5,7 +5,7 @@
 #  - with heapprof.capture_min_growth = 1MB, a function that leaks 3 MB into
 #    TopMemoryContext on each call is captured each time, with the queryid
 #    EXPLAIN VERBOSE shows, its text, role, database and growth; the leaking
-#    stack is on top of every report read with dump => NAME, the flame
+#    stack is on top of every report read with stored => NAME, the flame
 #    graph's title names the query, and jeprof reads the same file with the
 #    same total;
 #  - statements below the threshold and heapprof's own reports (its symbol
@@ -50,17 +50,17 @@ expected="$queryid postgres postgres t t f $leak"
 $expected" ] || { printf 'captures:\n%s\nexpected twice:\n%s\n' "$rows" "$expected"; exit 1; }
 
 name=$(q -c "SELECT name FROM heapprof_captures() ORDER BY name LIMIT 1")
-out=$(q -F ' ' -c "SELECT function, flat_bytes FROM heapprof_top(1, dump => '$name')" \
-	-c "SELECT frames[1] FROM heapprof_stacks(dump => '$name') ORDER BY bytes DESC LIMIT 1" \
-	-c "SELECT heapprof_dump_flamegraph(dump => '$name') LIKE '%statement capture of query $queryid, % kB left behind%'" \
-	-c "SELECT count(*) > 0 FROM heapprof_dump_dot(dump => '$name')" \
-	-c "SELECT length(heapprof_dump_pprof(dump => '$name')) > 100")
+out=$(q -F ' ' -c "SELECT function, flat_bytes FROM heapprof_top(1, stored => '$name')" \
+	-c "SELECT frames[1] FROM heapprof_stacks(stored => '$name') ORDER BY bytes DESC LIMIT 1" \
+	-c "SELECT heapprof_dump_flamegraph(stored => '$name') LIKE '%statement capture of query $queryid, % kB left behind%'" \
+	-c "SELECT count(*) > 0 FROM heapprof_dump_dot(stored => '$name')" \
+	-c "SELECT length(heapprof_dump_pprof(stored => '$name')) > 100")
 [ "$out" = "hpt_leak_top 3145728
 hpt_leak_top
 t
 t
 t" ] || { echo "reports of capture $name: $out"; exit 1; }
-ours=$(q -c "SELECT line FROM heapprof_dump_text(dump => '$name', fold => false) line LIMIT 1" | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
+ours=$(q -c "SELECT line FROM heapprof_dump_text(stored => '$name', fold => false) line LIMIT 1" | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
 theirs=$(jeprof --text "$(pg_config --bindir)/postgres" "$data/heapprof/captures/$name.heap" 2>/dev/null | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
 [ -n "$ours" ] && [ "$ours" = "$theirs" ] || { echo "capture total: heapprof $ours MB, jeprof $theirs MB"; exit 1; }
 

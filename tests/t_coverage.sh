@@ -84,11 +84,11 @@ out=$(q -c "SELECT count(*) > 0 FROM heapprof_top(pid => $bg)" \
 grep -q "NOTICE:  the heap profile holds .* MB of the .* MB its process had allocated" <<<"$out" ||
 	{ echo "no partial-profile NOTICE by pid: $out"; exit 1; }
 # the stored profile keeps what it covered
-out=$(q -c "SELECT line FROM heapprof_dump_dot(dump => 'hp_cov') AS line" 2>&1)
+out=$(q -c "SELECT line FROM heapprof_dump_dot(stored => 'hp_cov') AS line" 2>&1)
 grep -q "NOTICE:  the heap profile holds" <<<"$out" || { echo "no NOTICE for the snapshot: $out"; exit 1; }
 grep -q '\\lSampled since .* MB allocated ([0-9]*%)\\l' <<<"$out" || { echo "no coverage in the dot legend: $out"; exit 1; }
 if command -v go >/dev/null; then
-	q -c "SELECT encode(heapprof_dump_pprof(dump => 'hp_cov'), 'base64')" 2>/dev/null | base64 -d >"$w/cov.pb.gz"
+	q -c "SELECT encode(heapprof_dump_pprof(stored => 'hp_cov'), 'base64')" 2>/dev/null | base64 -d >"$w/cov.pb.gz"
 	HOME=$w go tool pprof -comments "$w/cov.pb.gz" 2>&1 | grep -q "^Sampled since .* MB allocated" ||
 		{ echo "no pprof comment: $(HOME=$w go tool pprof -comments "$w/cov.pb.gz" 2>&1 | head -5)"; exit 1; }
 fi

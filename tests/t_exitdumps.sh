@@ -49,8 +49,8 @@ q -c "SELECT pid, backend_type, owner FROM heapprof_dumps()" | grep -qx "$pid|cl
 	{ echo "wrong metadata for pid $pid:"; q -c "SELECT * FROM heapprof_dumps()"; exit 1; }
 name=$(q -c "SELECT name FROM heapprof_dumps()")
 [[ $name == *-$pid-client_backend ]] || { echo "name $name lacks pid and type"; exit 1; }
-q -c "SELECT flat_bytes, function FROM heapprof_top(1, dump => '$name')" | grep -qx '4194304|hpt_leaf_alloc' ||
-	{ echo "exit dump does not show the held memory"; q -c "SELECT * FROM heapprof_top(3, dump => '$name')"; exit 1; }
+q -c "SELECT flat_bytes, function FROM heapprof_top(1, stored => '$name')" | grep -qx '4194304|hpt_leaf_alloc' ||
+	{ echo "exit dump does not show the held memory"; q -c "SELECT * FROM heapprof_top(3, stored => '$name')"; exit 1; }
 
 # retention: at most 3 files, the oldest go first
 settings 1MB 3 100MB

@@ -54,9 +54,9 @@ grep -qE '^ +1 +3145728 .* hpt_leaf_alloc$' "$w/out.top" || { cat "$w/out.top"; 
 # heapprof-report on a stored profile prints what SQL prints, by default and with --nofold
 q -c "SELECT heapprof_snapshot('hp_fmt', true, pid => $pid) > 0" >/dev/null
 q -c "SELECT encode(pg_read_binary_file('heapprof/snapshots/hp_fmt.heap'), 'base64')" | base64 -d >"$w/snap.heap"
-diff <(q -c "SELECT * FROM heapprof_dump_text(dump => 'hp_fmt')") <(./heapprof-report --text "$w/snap.heap") ||
+diff <(q -c "SELECT * FROM heapprof_dump_text(stored => 'hp_fmt')") <(./heapprof-report --text "$w/snap.heap") ||
 	fail "heapprof-report and SQL differ by default"
-diff <(q -c "SELECT * FROM heapprof_dump_text(dump => 'hp_fmt', fold => false)") <(./heapprof-report --nofold "$w/snap.heap") ||
+diff <(q -c "SELECT * FROM heapprof_dump_text(stored => 'hp_fmt', fold => false)") <(./heapprof-report --nofold "$w/snap.heap") ||
 	fail "heapprof-report --nofold and SQL fold => false differ"
 q -c "SELECT heapprof_drop_snapshot('hp_fmt')" >/dev/null
 
@@ -65,14 +65,14 @@ q -c "SELECT heapprof_enable()" -c "CREATE TEMP TABLE hp_t AS SELECT g, md5(g::t
 	-c "SELECT count(*) FROM hp_t, pg_class" -c "SELECT heapprof_test_hold_palloc(2097152, 8192)" \
 	-c "SELECT heapprof_test_hold(1048576)" \
 	-c "SELECT heapprof_snapshot('hp_search', true)" >/dev/null
-q -c "SELECT heapprof_dump_flamegraph(dump => 'hp_search')" > "$w/search.svg"
-q -c "SELECT function, cum_bytes, cum_pct FROM heapprof_top(1000000, dump => 'hp_search', order_by => 'cum')" > "$w/cum.top"
+q -c "SELECT heapprof_dump_flamegraph(stored => 'hp_search')" > "$w/search.svg"
+q -c "SELECT function, cum_bytes, cum_pct FROM heapprof_top(1000000, stored => 'hp_search', order_by => 'cum')" > "$w/cum.top"
 names=$(awk -F'|' '$1 ~ /^[A-Za-z_][A-Za-z0-9_]*$/ { print $1 }' "$w/cum.top" | sed -n '1p;3p;6p;12p;24p;48p')
 # the stacks through any of three of them, each once (exact: every allocation is sampled)
 set -- $(sed -n '4p;5p;6p' <<<"$names")
 any=$(q -c "SELECT sum(bytes) FILTER (WHERE frames && ARRAY['$1', '$2', '$3']),
 	round(100.0 * sum(bytes) FILTER (WHERE frames && ARRAY['$1', '$2', '$3']) / sum(bytes), 1)
-	FROM heapprof_stacks(dump => 'hp_search')" | tr '|' ' ')
+	FROM heapprof_stacks(stored => 'hp_search')" | tr '|' ' ')
 q -c "SELECT heapprof_drop_snapshot('hp_search')" >/dev/null
 
 # go tool pprof agrees with heapprof_top

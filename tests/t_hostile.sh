@@ -6,7 +6,7 @@
 #    max_snapshot_bytes with 53400, nothing half-written; superusers go on;
 #  - a FIFO, a directory, a symlink and a huge sparse file among the stored
 #    profiles are skipped with a WARNING, never hang or fail the listing, and
-#    are refused by dump =>;
+#    are refused by stored =>;
 #  - a snapshot cannot take an exit dump's name; a name in both is refused;
 #  - an exit dump belongs to the login role, not to SET SESSION AUTHORIZATION;
 #  - heapprof_drop_snapshot(NULL) is 22023;
@@ -122,8 +122,8 @@ grep -qx hp_ok <<<"$out" || { echo "listing lost the good snapshot: $out"; exit 
 for bad in hp_fifo hp_dir hp_link hp_huge hp_empty; do
 	grep -qx "$bad" <<<"$out" && { echo "listed $bad"; exit 1; }
 	grep -q "WARNING:.*$bad" <<<"$out" || { echo "no WARNING for $bad: $out"; exit 1; }
-	expect_error XX001 -c "SET statement_timeout = '20s'" -c "SELECT * FROM heapprof_top(1, dump => '$bad')" ||
-		{ echo "dump => '$bad' not refused cleanly"; exit 1; }
+	expect_error XX001 -c "SET statement_timeout = '20s'" -c "SELECT * FROM heapprof_top(1, stored => '$bad')" ||
+		{ echo "stored => '$bad' not refused cleanly"; exit 1; }
 done
 [ $((SECONDS - start)) -lt 30 ] || { echo "readers took $((SECONDS - start)) s"; exit 1; }
 q -c "SELECT heapprof_drop_snapshot('hp_ok')" >/dev/null
@@ -141,8 +141,8 @@ for n in 1000000 65536; do
 	as_os cp "$w.deep" "$snaps/hp_deep$n.heap"
 done
 start=$SECONDS
-expect_error XX001 -c "SET statement_timeout = '2s'" -c "SELECT * FROM heapprof_top(1, dump => 'hp_deep1000000')"
-out=$(q -c "SET statement_timeout = '2s'" -c "SELECT length(heapprof_dump_flamegraph(dump => 'hp_deep65536', fold => false))" 2>&1) ||
+expect_error XX001 -c "SET statement_timeout = '2s'" -c "SELECT * FROM heapprof_top(1, stored => 'hp_deep1000000')"
+out=$(q -c "SET statement_timeout = '2s'" -c "SELECT length(heapprof_dump_flamegraph(stored => 'hp_deep65536', fold => false))" 2>&1) ||
 	grep -q "canceling statement due to statement timeout" <<<"$out" || { echo "deep stack: $out"; exit 1; }
 [ $((SECONDS - start)) -lt 15 ] || { echo "deep stacks took $((SECONDS - start)) s under statement_timeout = 2s"; exit 1; }
 as_os rm -f "$snaps/hp_deep1000000.heap" "$snaps/hp_deep65536.heap"
@@ -166,12 +166,12 @@ q -c "ALTER SYSTEM RESET heapprof.dump_on_exit_threshold" -c "SELECT pg_reload_c
 	{ echo "exit dump owned by the session user"; q -c "SELECT * FROM heapprof_dumps()"; exit 1; }
 q -c "SELECT count(*) FROM heapprof_grant('hp_bob', 'history')" >/dev/null
 [ -z "$(bob -c "SELECT name FROM heapprof_dumps() WHERE name = '$name'")" ] || { echo "bob lists the dump"; exit 1; }
-expect_error 42501 -c "SET ROLE hp_bob" -c "SELECT * FROM heapprof_top(1, dump => '$name')"
+expect_error 42501 -c "SET ROLE hp_bob" -c "SELECT * FROM heapprof_top(1, stored => '$name')"
 # bob cannot plant a snapshot under its name ...
 expect_error 42710 -c "SET ROLE hp_bob" -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('$name', true)"
 # ... and a file planted there anyway makes the name ambiguous, never silently read
 as_os cp "$data/heapprof/dumps/$name.heap" "$snaps/$name.heap"
-expect_error 42P08 -c "SELECT * FROM heapprof_top(1, dump => '$name')"
+expect_error 42P08 -c "SELECT * FROM heapprof_top(1, stored => '$name')"
 as_os rm -f "$snaps/$name.heap" "$data/heapprof/dumps/$name.heap"
 
 # -- one heapprof_grant() line per workflow is enough, from a role's own

@@ -117,8 +117,8 @@ for _ in $(seq 50); do q -c "SELECT name FROM heapprof_dumps() WHERE pid = $pid"
 names=$(q -c "SELECT name FROM heapprof_dumps() WHERE pid = $pid ORDER BY name")
 [ "$(echo "$names" | grep -c -- '-peak$')" = 1 ] || { echo "exit dumps of $pid: $names"; exit 1; }
 name=$(echo "$names" | grep -- '-peak$')
-out=$(q -c "SELECT sum(bytes) FROM heapprof_stacks(dump => '$name')" | mb)
+out=$(q -c "SELECT sum(bytes) FROM heapprof_stacks(stored => '$name')" | mb)
 [ "$out" -ge 100 ] || { echo "the kept peak holds $out MB"; exit 1; }
-q -c "SELECT heapprof_test_error('SELECT * FROM heapprof_top(peak => true, dump => ''x'')')" | grep -q "^22023: peak and dump cannot both be given" ||
+q -c "SELECT heapprof_test_error('SELECT * FROM heapprof_top(peak => true, stored => ''x'')')" | grep -q "^22023: peak and stored cannot both be given" ||
 	{ echo "peak with dump accepted"; exit 1; }
 echo "peak: hash join of ${peak_mb} MB in heapprof_peak, ${live_mb} MB live after; every form by pid; jeprof agrees (${ours} MB); reset, track_peak, exit and exit dump"

@@ -101,14 +101,14 @@ qs -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('replica_session')
 [ -f "$sdir/data/heapprof/snapshots/replica_persisted.heap" ] || fail "no persisted snapshot file on the standby"
 [ "$(qs -c "SELECT count(*) FROM heapprof_snapshots() WHERE name = 'replica_persisted'")" = 1 ] || fail "persisted snapshot not listed"
 [ "$(qp -c "SELECT count(*) FROM heapprof_snapshots()")" = 0 ] || fail "a standby's snapshot reached the primary"
-qs -c "SELECT count(*) > 0 FROM heapprof_stacks(dump => 'replica_persisted')" >/dev/null ||
+qs -c "SELECT count(*) > 0 FROM heapprof_stacks(stored => 'replica_persisted')" >/dev/null ||
 	fail "report on a persisted snapshot on the standby"
 qs -c "SELECT heapprof_drop_snapshot('replica_persisted')"
 PGOPTIONS="-c heapprof.dump_on_exit_threshold=0" \
 	qs -c "SELECT heapprof_enable()" -c "SELECT heapprof_test_hold(1048576)" >/dev/null
 wait_for 10 "an exit dump on the standby" bash -c "ls '$sdir/data/heapprof/dumps/' | grep -q ."
 dump=$(qs -c "SELECT name FROM heapprof_dumps() LIMIT 1")
-[ -n "$dump" ] && [ "$(qs -c "SELECT count(*) > 0 FROM heapprof_top(5, dump => '$dump')")" = t ] || fail "exit dump on the standby"
+[ -n "$dump" ] && [ "$(qs -c "SELECT count(*) > 0 FROM heapprof_top(5, stored => '$dump')")" = t ] || fail "exit dump on the standby"
 [ "$(qp -c "SELECT count(*) FROM heapprof_dumps()")" = 0 ] || fail "a standby's exit dump reached the primary"
 
 # one idle session on each server holding known bytes

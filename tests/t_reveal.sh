@@ -131,7 +131,7 @@ other_pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'autovac
 			heapprof_dump_dot) echo "SELECT $f(fold => false, show_bytes => true, nodecount => 10000);" ;;
 			heapprof_dump_text | heapprof_dump_collapsed | heapprof_dump_flamegraph)
 				echo "SELECT $f(fold => false);"
-				echo "SELECT $f(dump => 'hp_rv_none');" ;;
+				echo "SELECT $f(stored => 'hp_rv_none');" ;;
 			heapprof_dump_raw | heapprof_dump_portable) echo "SELECT $f();" ;;
 			heapprof_snapshot) echo "SELECT heapprof_snapshot('hp_rv_b', true);" ;;
 			*) echo "(b) no call here for $f, granted by README: add one" >&2; exit 1 ;;
@@ -179,7 +179,7 @@ q -c "SELECT query FROM heapprof_captures() WHERE usename = 'hp_rv_other'" | gre
 out=$(rv -c "SELECT * FROM heapprof_captures()" -c "SELECT * FROM heapprof_snapshots()" -c "SELECT * FROM heapprof_dumps()")
 grep -q 'hp_rv_secret_text\|hp_rv_other' <<<"$out" && { echo "(c) the role lists the other role's profiles: $out"; exit 1; }
 for n in $stored hp_rv_other_snap; do
-	expect_error 42501 -c "SELECT count(*) FROM heapprof_top(dump => '$n')" || exit 1
+	expect_error 42501 -c "SELECT count(*) FROM heapprof_top(stored => '$n')" || exit 1
 done
 expect_error 42501 -c "SELECT count(*) FROM heapprof_top(pid => $spid)" || exit 1
 # heapprof_backends shows what pg_stat_activity shows the role, no more
@@ -203,7 +203,7 @@ sleeper=
 [ "$(ask "SELECT heapprof_snapshot('hp_rv_d', true) > 0;")" = t ] || { echo "(d) snapshot failed"; exit 1; }
 [ "$(ask "SELECT count(*) > 0 FROM heapprof_stacks(base => 'hp_rv_d', drop_negative => true);")" = t ] || { echo "(d) a report with a base failed"; exit 1; }
 [ "$(ask "SELECT count(*) FROM heapprof_snapshots() WHERE name = 'hp_rv_d';")" = 1 ] || { echo "(d) snapshot not listed"; exit 1; }
-[ "$(ask "SELECT count(*) > 0 FROM heapprof_dump_dot(dump => 'hp_rv_d');")" = t ] || { echo "(d) dump => failed"; exit 1; }
+[ "$(ask "SELECT count(*) > 0 FROM heapprof_dump_dot(stored => 'hp_rv_d');")" = t ] || { echo "(d) stored => failed"; exit 1; }
 [ "$(ask "SELECT count(*) FROM heapprof_drop_snapshot('hp_rv_d');")" = 1 ] || { echo "(d) drop failed"; exit 1; }
 [ "$(ask "SELECT heapprof_reset() > 0;")" = t ] || { echo "(d) reset failed"; exit 1; }
 cli() { PGUSER=hp_rv "$HP_TOP/pg_heapprof" -d postgres "$@"; }

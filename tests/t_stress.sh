@@ -106,9 +106,9 @@ DECLARE
     calls text[] := ARRAY[
         'SELECT heapprof_reset(3)', 'SELECT * FROM heapprof_top(0)', 'SELECT * FROM heapprof_top(NULL)',
         'SELECT * FROM heapprof_dump_dot(nodefraction => 2)', 'SELECT * FROM heapprof_top(focus => ''('')',
-        'SELECT * FROM heapprof_top(base => ''nosuch'')', 'SELECT * FROM heapprof_top(dump => ''corrupt'')',
+        'SELECT * FROM heapprof_top(base => ''nosuch'')', 'SELECT * FROM heapprof_top(stored => ''corrupt'')',
         'SELECT heapprof_snapshot(''../x'')', 'SELECT heapprof_drop_snapshot(''nosuch'')',
-        'SELECT heapprof_status(pid => 1)', 'SELECT * FROM heapprof_top(dump => ''x'', pid => 1)',
+        'SELECT heapprof_status(pid => 1)', 'SELECT * FROM heapprof_top(stored => ''x'', pid => 1)',
         'SELECT * FROM heapprof_dump_text(-1)', 'SELECT * FROM heapprof_stacks(ignore => ''[z-a]'')'];
     c text;
     n int := 0;

@@ -67,7 +67,18 @@ DB=hp_up_old q -c "ALTER EXTENSION heapprof UPDATE" >/dev/null
 [ "$(DB=hp_up_old q -c "SELECT has_function_privilege('hp_up_role', 'heapprof_status(integer)', 'EXECUTE')")" = t ] ||
 	fail "the update lost a DBA's grant on heapprof_status()"
 DB=hp_up_old q -c "REVOKE EXECUTE ON FUNCTION heapprof_status(integer) FROM hp_up_role" >/dev/null
-DB=hp_up_mid q -c "CREATE EXTENSION heapprof VERSION '1.1'" -c "ALTER EXTENSION heapprof UPDATE" >/dev/null
+# 1.2 re-creates the reports (an argument's name changed): a DBA's own grant
+# and a workflow holder's survive, and the holder gets what 1.2 adds
+DB=hp_up_mid q -c "CREATE EXTENSION heapprof VERSION '1.1'" \
+	-c "GRANT EXECUTE ON FUNCTION heapprof_top TO hp_up_role WITH GRANT OPTION" \
+	-c "SELECT count(*) FROM heapprof_grant('hp_up_role', 'history')" -c "ALTER EXTENSION heapprof UPDATE" >/dev/null
+[ "$(DB=hp_up_mid q -c "SELECT string_agg(has_function_privilege('hp_up_role', oid, p)::text, '|' ORDER BY o)
+	FROM (VALUES (1, 'heapprof_top', 'EXECUTE WITH GRANT OPTION'), (2, 'heapprof_dump_flamegraph', 'EXECUTE'),
+	             (3, 'heapprof_stored', 'EXECUTE'), (4, 'heapprof_dump_pprof', 'EXECUTE')) v(o, f, p)
+	JOIN pg_proc ON proname = f")" = "true|true|true|false" ] ||
+	fail "1.1 -> 1.2 lost a grant on a re-created report or did not give a workflow holder heapprof_stored()"
+DB=hp_up_mid q -c "SELECT count(*) FROM heapprof_revoke('hp_up_role')" \
+	-c "REVOKE ALL ON FUNCTION heapprof_top FROM hp_up_role CASCADE" >/dev/null
 DB=hp_up_new q -c "CREATE EXTENSION heapprof" >/dev/null
 
 # everything an install leaves in the catalog, one line per fact, sorted;

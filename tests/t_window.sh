@@ -49,7 +49,7 @@ t" ] || { echo "other forms of the window: $out"; exit 1; }
 err() { q -c "SELECT heapprof_test_error(\$q\$$1\$q\$)" | head -n1; }
 [ "$(err "SELECT * FROM heapprof_allocations()")" = "22023: a window of allocations needs pid => N" ] &&
 [ "$(err "SELECT * FROM heapprof_allocations(seconds => 0, pid => $pid)")" = "22023: seconds must be more than 0 and at most 3600, not 0" ] &&
-[ "$(err "SELECT * FROM heapprof_top(seconds => 1, pid => $pid, base => 'x')")" = "22023: seconds cannot be combined with dump, base or peak" ] ||
+[ "$(err "SELECT * FROM heapprof_top(seconds => 1, pid => $pid, base => 'x')")" = "22023: seconds cannot be combined with stored, base or peak" ] ||
 	{ echo "refusals: $(err "SELECT * FROM heapprof_allocations()")"; exit 1; }
 t0=$SECONDS
 out=$(q -c "SET statement_timeout = '300ms'" -c "SELECT count(*) FROM heapprof_allocations(seconds => 30, pid => $pid)" 2>&1 || true)

@@ -231,6 +231,7 @@ typedef struct server
 	bool		standby;
 	PGcancel   *volatile cancel;	/* while an allocation window may run: for Ctrl-C */
 	char		schema[2 * 64 + 3]; /* the extension's, quoted */
+	const char *stored_arg;		/* the reports' stored-profile argument: dump before 1.2 */
 	problem		pr;				/* could not connect, no extension, ... */
 	PGresult   *procs;			/* heapprof_backends() rows */
 	target	   *t;
@@ -268,7 +269,7 @@ typedef struct params
 } params;
 
 #define REPORT_ARGS "pid => $1::int, fold => $2::bool, objects => $3::bool, " \
-	"focus => $4, ignore => $5, base => $6, dump => $7, peak => $8::boolean, " \
+	"focus => $4, ignore => $5, base => $6, @stored => $7, peak => $8::boolean, " \
 	"seconds => $9::double precision"
 
 /*
@@ -291,6 +292,12 @@ expand(const server *s, const char *sql, char *buf, size_t size)
 			part = s->schema;
 			len = strlen(s->schema);
 			c += 2;
+		}
+		else if (strncmp(c, "@stored", 7) == 0)
+		{
+			part = s->stored_arg;
+			len = strlen(part);
+			c += 6;
 		}
 		if (n + len + 2 > size)
 			abort();			/* our own queries are all far shorter */
@@ -393,7 +400,7 @@ connect_server(server *s)
 		return false;
 	s->standby = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
 	PQclear(res);
-	res = query(s, &s->pr, "SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
+	res = query(s, &s->pr, "SELECT pg_catalog.quote_ident(n.nspname), e.extversion FROM pg_catalog.pg_extension e "
 				"JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
 				"WHERE e.extname OPERATOR(pg_catalog.=) 'heapprof'", 0, NULL, 0);
 	if (res == NULL)
@@ -409,6 +416,8 @@ connect_server(server *s)
 		return false;
 	}
 	snprintf(s->schema, sizeof(s->schema), "%s", PQgetvalue(res, 0, 0));
+	s->stored_arg = strcmp(PQgetvalue(res, 0, 1), "1.0") == 0 ||
+		strcmp(PQgetvalue(res, 0, 1), "1.1") == 0 ? "dump" : "stored";
 	PQclear(res);
 	return true;
 }

@@ -35,7 +35,7 @@ typedef enum arg_kind
 	ARG_FRACTION,
 	ARG_BOOL,
 	ARG_FOLD,					/* bool -> allocator folding */
-	ARG_TEXT,					/* base, dump, title: NULL = none */
+	ARG_TEXT,					/* base, stored, title: NULL = none */
 	ARG_PID,
 	ARG_ORDER,					/* order_by: 'flat' or 'cum' -> by_cum */
 	ARG_SECONDS					/* seconds: a window, 0 < s <= hi; NULL = none */
@@ -64,7 +64,8 @@ static const arg_spec specs[] = {
 	{"fold", ARG_FOLD, AT(o.fold)},
 	{"base", ARG_TEXT, AT(base)},
 	{"drop_negative", ARG_BOOL, AT(o.drop_negative)},
-	{"dump", ARG_TEXT, AT(dump)},
+	{"stored", ARG_TEXT, AT(stored)},
+	{"dump", ARG_TEXT, AT(stored)},	/* its name in 1.0 and 1.1 */
 	{"pid", ARG_PID, AT(proc)},
 	{"title", ARG_TEXT, AT(title)},
 	{"order_by", ARG_ORDER, AT(o.by_cum)},
@@ -206,6 +207,8 @@ apply(FunctionCallInfo fcinfo, int i, const arg_spec *spec, hp_report_kind kind,
 		case ARG_TEXT:
 			*FIELD(a, spec, const char *) =
 				PG_ARGISNULL(i) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(i));
+			if (spec->offset == AT(stored))
+				a->stored_arg = spec->name;
 			break;
 		case ARG_PID:
 			*FIELD(a, spec, hpg_proc) = hpg_proc_of(PG_ARGISNULL(i), PG_GETARG_INT32(i));
@@ -277,21 +280,21 @@ hpg_report_args_get(FunctionCallInfo fcinfo, hp_report_kind kind, hpg_report_arg
 	a->proc = hpg_proc_of(true, 0);
 	for (int i = 0; i < PG_NARGS(); i++)
 		apply(fcinfo, i, &specs[map[i]], kind, a);
-	if (a->dump && !a->proc.self)
+	if (a->stored && !a->proc.self)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("dump and pid cannot both be given"),
-				 errhint("dump names a stored profile; pid names a live process.")));
-	if (a->peak && a->dump)
+				 errmsg("%s and pid cannot both be given", a->stored_arg),
+				 errhint("%s names a stored profile; pid names a live process.", a->stored_arg)));
+	if (a->peak && a->stored)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("peak and dump cannot both be given"),
-				 errhint("The peak of a process that left an exit dump is an exit dump of its own, NAME-peak: read it with dump => 'NAME-peak'.")));
-	if (a->seconds > 0 && (a->dump || a->base || a->peak))
+				 errmsg("peak and %s cannot both be given", a->stored_arg),
+				 errhint("The peak of a process that left an exit dump is an exit dump of its own, NAME-peak: read it with %s => 'NAME-peak'.", a->stored_arg)));
+	if (a->seconds > 0 && (a->stored || a->base || a->peak))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("seconds cannot be combined with dump, base or peak"),
-				 errhint("seconds reports what process pid allocates during a window; dump, base and peak report a heap.")));
+				 errmsg("seconds cannot be combined with %s, base or peak", a->stored ? a->stored_arg : "stored"),
+				 errhint("seconds reports what process pid allocates during a window; %s, base and peak report a heap.", a->stored ? a->stored_arg : "stored")));
 	if (a->seconds > 0 && a->proc.self)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

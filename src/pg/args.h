@@ -14,10 +14,11 @@ typedef struct hpg_report_args
 {
 	hp_options	o;
 	size_t		limit;			/* rows (n); SIZE_MAX: every row */
-	const char *dump;			/* stored profile to report on, or NULL */
+	const char *stored;			/* stored profile to report on, or NULL */
+	const char *stored_arg;		/* its argument's name: stored (1.0 and 1.1: dump) */
 	const char *base;			/* stored profile to subtract, or NULL */
 	const char *title;			/* flame graph title, or NULL */
-	hpg_proc	proc;			/* without dump: this process or pid */
+	hpg_proc	proc;			/* without stored: this process or pid */
 	bool		peak;			/* the profile at the highest memory use */
 	double		seconds;		/* > 0: allocations during a window of this many seconds */
 } hpg_report_args;

@@ -35,6 +35,7 @@
 #include "jemalloc.h"
 #include "peak.h"
 #include "store.h"
+#include "stored.h"
 #include "engine/format.h"
 #include "engine/report.h"
 
@@ -75,7 +76,7 @@ Datum
 heapprof_dumps(PG_FUNCTION_ARGS)
 {
 	InitMaterializedSRF(fcinfo, 0);
-	hpg_store_list((ReturnSetInfo *) fcinfo->resultinfo, HPG_EXIT_DIR, true, NULL);
+	hpg_stored_list_dumps((ReturnSetInfo *) fcinfo->resultinfo);
 	return (Datum) 0;
 }
 

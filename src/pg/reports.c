@@ -28,7 +28,7 @@
 #include "jemalloc.h"
 #include "process.h"
 #include "shmem.h"
-#include "snapshots.h"
+#include "stored.h"
 #include "engine/format.h"
 
 PG_FUNCTION_INFO_V1(heapprof_dump_dot);
@@ -87,12 +87,12 @@ notice_if_empty(const hp_result *r, const hpg_report_args *a)
 						 a->proc.pid, a->proc.pid)));
 		return;
 	}
-	if (a->dump || a->base || !a->proc.self)
+	if (a->stored || a->base || !a->proc.self)
 	{
 		ereport(NOTICE,
 				(errmsg("the heap profile is empty"),
 				 a->base ? errhint("Nothing changed between the base and the profile.") :
-				 a->dump ? errhint("The stored profile holds no sampled allocation.") :
+				 a->stored ? errhint("The stored profile holds no sampled allocation.") :
 				 hpg_published_active(a->proc.pid, &active) && active ?
 				 errhint("Sampling is active in process %d, but no sampled allocation is live there yet: it records allocations made after heapprof_enable(pid => %d), on average one per sampling interval.",
 						 a->proc.pid, a->proc.pid) :
@@ -203,16 +203,16 @@ get_profile(hpg_report_args *a, StringInfo dump, StringInfo freed)
 						pretty_bytes(peak.bytes), timestamptz_to_str(peak.taken_at),
 						pretty_bytes(peak.profile_bytes));
 	}
-	if (a->dump)
+	if (a->stored)
 	{
-		hpg_profile_by_name(a->dump, dump);
+		hpg_stored_read(a->stored, dump);
 		c = palloc(sizeof(hp_capture));
 		if (hp_read_capture(dump->data, dump->len, c))
 			return c->queryid ?
-				psprintf("%s: statement capture of query %lld, %s left behind", a->dump, c->queryid,
+				psprintf("%s: statement capture of query %lld, %s left behind", a->stored, c->queryid,
 						 pretty_bytes(c->growth)) :
-				psprintf("%s: statement capture, %s left behind", a->dump, pretty_bytes(c->growth));
-		return pstrdup(a->dump);
+				psprintf("%s: statement capture, %s left behind", a->stored, pretty_bytes(c->growth));
+		return pstrdup(a->stored);
 	}
 	hpg_proc_dump(a->proc, dump, true);
 	return psprintf("live heap of process %d", a->proc.pid);
@@ -252,7 +252,7 @@ run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit, bool peak
 		a.o.program = a.title ? a.title :
 			psprintf("heapprof: %s%s%s", what, a.base ? " minus " : "", a.base ? a.base : "");
 	if (a.base)
-		hpg_profile_by_name(a.base, &base);
+		(void) hpg_stored_read(a.base, &base);
 	r = hpg_analyze(&dump, a.base ? &base : NULL, &a.o, kind, a.limit);
 	notice_if_empty(r, &a);
 	if (!a.peak && a.seconds == 0)

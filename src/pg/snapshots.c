@@ -4,9 +4,8 @@
  * A snapshot keeps a process's profile under a name: for the session (in
  * TopMemoryContext) and, persisted, as $PGDATA/heapprof/snapshots/NAME.heap
  * so other sessions can compare with it.  Names are one namespace with exit
- * dumps (reports read either by name), so a snapshot may not take the name
- * of an exit dump, and a name found in both places is refused rather than
- * guessed.  heapprof.max_snapshots and heapprof.max_snapshot_bytes bound
+ * dumps and captures (reports read any of them by name, stored.c), so a
+ * snapshot may not take the name of another stored profile.  heapprof.max_snapshots and heapprof.max_snapshot_bytes bound
  * what roles other than superusers may keep, on disk (persisted snapshots of
  * all sessions) and in one session's memory alike; a snapshot beyond them is
  * refused before anything is written.
@@ -28,21 +27,11 @@
 #include "process.h"
 #include "snapshots.h"
 #include "store.h"
+#include "stored.h"
 
 PG_FUNCTION_INFO_V1(heapprof_snapshot);
 PG_FUNCTION_INFO_V1(heapprof_snapshots);
 PG_FUNCTION_INFO_V1(heapprof_drop_snapshot);
-
-/* This session's snapshots, in TopMemoryContext. */
-typedef struct snapshot
-{
-	char		name[HPG_MAX_NAME + 1];
-	char	   *text;
-	int			len;
-	struct snapshot *next;
-} snapshot;
-
-static snapshot *snapshots;
 
 static int	max_snapshots = 100;
 static int	max_snapshot_bytes_kb = 100 * 1024;
@@ -87,33 +76,6 @@ disk_limit(int64 count, int64 bytes, void *arg)
 	check_limits(count, bytes, *(int *) arg, "The persisted snapshots hold");
 }
 
-static snapshot *
-find_session(const char *name)
-{
-	for (snapshot *s = snapshots; s; s = s->next)
-		if (strcmp(s->name, name) == 0)
-			return s;
-	return NULL;
-}
-
-void
-hpg_profile_by_name(const char *name, StringInfo out)
-{
-	snapshot   *s;
-
-	hpg_check_name(name);
-	if ((s = find_session(name)) != NULL)
-		appendBinaryStringInfo(out, s->text, s->len);
-	else if (!hpg_store_read(name, out))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("heap profile \"%s\" does not exist", name),
-				 errhint("heapprof_snapshots(), heapprof_dumps() and heapprof_captures() list the profiles you can read; a session snapshot lives only in the session that took it (persist => true keeps it for others).")));
-	/* a session's own snapshots too: SET ROLE may have changed who asks */
-	if (!hpg_can_read(out->data, out->len))
-		hpg_deny(name, "read");
-}
-
 /* heapprof_snapshot(name, persist, pid): returns the profile's total bytes */
 Datum
 heapprof_snapshot(PG_FUNCTION_ARGS)
@@ -121,7 +83,6 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	char	   *name;
 	bool		persist;
 	StringInfoData prof;
-	snapshot   *s;
 	int64		bytes;
 	int64		stacks;
 	int64		held = 0;
@@ -140,12 +101,12 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	proc = hpg_proc_of(PG_ARGISNULL(2), PG_GETARG_INT32(2));
 	hpg_check_name(name);
 	/* early answers; the name is taken atomically when the file is written */
-	if (find_session(name) || (persist && hpg_store_exists(HPG_SNAPSHOT_DIR, name)))
+	if (hpg_stored_in_session(name) || (persist && hpg_store_exists(HPG_SNAPSHOT_DIR, name)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("heap profile snapshot \"%s\" already exists", name),
 				 errhint("Drop it with heapprof_drop_snapshot('%s') or choose another name.", name)));
-	if (hpg_store_exists(HPG_EXIT_DIR, name) || hpg_store_exists(HPG_CAPTURE_DIR, name))
+	if (hpg_stored_taken(name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("heap profile \"%s\" is the name of a stored profile", name),
@@ -158,45 +119,23 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	initStringInfo(&prof);
 	hpg_append_meta(&prof, proc.pid, GetUserId(), hpg_proc_type(proc));
 	hpg_proc_dump(proc, &prof, true);
-	for (snapshot *t = snapshots; t; t = t->next)
-	{
-		count++;
-		held += t->len;
-	}
+	hpg_stored_session_usage(&count, &held);
 	check_limits(count + 1, held + prof.len, prof.len, "This session holds");
 	if (persist)
 		hpg_store_put(HPG_SNAPSHOT_DIR, name, prof.data, prof.len, disk_limit, &prof.len);
-	s = MemoryContextAllocZero(TopMemoryContext, sizeof(snapshot));
-	strlcpy(s->name, name, sizeof(s->name));
-	s->text = MemoryContextAlloc(TopMemoryContext, prof.len + 1);
-	memcpy(s->text, prof.data, prof.len + 1);
-	s->len = prof.len;
-	s->next = snapshots;
-	snapshots = s;
+	hpg_stored_keep(name, prof.data, prof.len);
 	hpg_summarize(prof.data, prof.len, &bytes, &stacks);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
 	PG_RETURN_INT64(bytes);
 }
 
-static bool
-in_session(const char *name)
-{
-	return find_session(name) != NULL;
-}
-
 /* heapprof_snapshots(): name, pid, owner, taken_at, total_bytes, samples, persisted */
 Datum
 heapprof_snapshots(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
 	InitMaterializedSRF(fcinfo, 0);
-	for (snapshot *s = snapshots; s; s = s->next)
-		if (hpg_can_read(s->text, s->len))
-			hpg_store_put_row(rsinfo, s->name, s->text, s->len,
-							  hpg_store_exists(HPG_SNAPSHOT_DIR, s->name), 0, false);
-	hpg_store_list(rsinfo, HPG_SNAPSHOT_DIR, false, in_session);
+	hpg_stored_list_snapshots((ReturnSetInfo *) fcinfo->resultinfo);
 	return (Datum) 0;
 }
 
@@ -215,19 +154,9 @@ heapprof_drop_snapshot(PG_FUNCTION_ARGS)
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	hpg_check_name(name);
 	found = hpg_store_drop(HPG_SNAPSHOT_DIR, name);
-	for (snapshot **p = &snapshots; *p; p = &(*p)->next)
-		if (strcmp((*p)->name, name) == 0)
-		{
-			snapshot   *s = *p;
-
-			if (!found && !hpg_can_read(s->text, s->len))
-				hpg_deny(name, "drop");
-			*p = s->next;
-			pfree(s->text);
-			pfree(s);
-			found = true;
-			break;
-		}
+	/* dropping the file proved the right to forget the session's copy */
+	if (hpg_stored_forget(name, found))
+		found = true;
 	if (!found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),

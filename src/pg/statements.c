@@ -8,7 +8,7 @@
  * is over -- what it left behind, by stack -- with its queryid, text (at
  * most HP_MAX_QUERY bytes), database, time and growth, stored as
  * $PGDATA/heapprof/captures/NAME.heap, which every report reads with
- * dump => NAME.  The allocations come from jemalloc's record of recent
+ * stored => NAME.  The allocations come from jemalloc's record of recent
  * ones (recording.c), kept while the setting is on; a statement that made
  * more sampled allocations than the record holds is marked partial.
  *

@@ -1,6 +1,7 @@
 /*
  * store.c -- the one owner of the files heapprof keeps: names, folders, owners,
- * drafts, publication, quotas, listings.
+ * drafts, publication, quotas, removal.  (Which profile a name means, and
+ * every listing of them, is stored.c's.)
  *
  * Leak hunting compares a profile with an earlier one, possibly from another
  * session or a process that has exited: persisted snapshots live in
@@ -49,7 +50,6 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "analysis.h"
 #include "compat.h"
 #include "files.h"
 #include "store.h"
@@ -127,45 +127,6 @@ hpg_deny(const char *name, const char *verb)
 			 errhint("Only superusers and roles with the privileges of the role that took it may %s it.", verb)));
 }
 
-void
-hpg_store_put_row(ReturnSetInfo *rsinfo, const char *name, const char *text, int len,
-				  bool persisted, int64 file_bytes, bool dumps)
-{
-	Datum		values[7];
-	bool		nulls[7] = {0};
-	hp_meta		m;
-	bool		has_meta = hp_read_meta(text, (size_t) len, &m);
-	int64		bytes;
-	int64		stacks;
-	char	   *owner = has_meta ? GetUserNameFromId(m.owner, true) : NULL;
-	int			i = 0;
-
-	hpg_summarize(text, len, &bytes, &stacks);
-	values[i++] = CStringGetTextDatum(name);
-	values[i] = Int32GetDatum(m.pid);
-	nulls[i++] = !has_meta;
-	if (dumps)
-	{
-		values[i] = CStringGetTextDatum(has_meta ? m.backend_type : "");
-		nulls[i++] = !has_meta;
-	}
-	values[i] = owner ? CStringGetTextDatum(owner) : (Datum) 0;
-	nulls[i++] = owner == NULL;
-	values[i] = TimestampTzGetDatum((TimestampTz) m.taken_at);
-	nulls[i++] = !has_meta;
-	values[i] = Int64GetDatum(bytes);
-	nulls[i++] = bytes < 0;
-	if (dumps)
-		values[i++] = Int64GetDatum(file_bytes);
-	else
-	{
-		values[i] = Int64GetDatum(stacks);
-		nulls[i++] = stacks < 0;
-		values[i++] = BoolGetDatum(persisted);
-	}
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-}
-
 /* Length of the profile name a directory entry holds ("NAME.heap"), or 0 if none. */
 static size_t
 profile_name_length(const char *fname)
@@ -218,44 +179,6 @@ hpg_store_names(const char *dir, int *count)
 	return names;
 }
 
-void
-hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps, bool (*skip) (const char *name))
-{
-	DIR		   *d = AllocateDir(dir);
-	struct dirent *de;
-
-	if (d == NULL && errno == ENOENT)
-		return;
-	while ((de = ReadDir(d, dir)) != NULL)
-	{
-		size_t		n = profile_name_length(de->d_name);
-		char		name[HPG_MAX_NAME + 1];
-		char		path[MAXPGPATH];
-		StringInfoData prof;
-
-		CHECK_FOR_INTERRUPTS();
-		if (n == 0)
-			continue;
-		memcpy(name, de->d_name, n);
-		name[n] = '\0';
-		if (skip && skip(name))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		initStringInfo(&prof);
-		/* removed meanwhile, or not a profile file: not listed */
-		if (hpg_read_file_or_warn(path, &prof) && prof.len == 0)
-			ereport(WARNING,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("heap profile \"%s\" is an empty file", path),
-					 errhint("Remove the file; heapprof never writes an empty profile.")));
-		else if (prof.len > 0 && hpg_can_read(prof.data, prof.len))
-			hpg_store_put_row(rsinfo, name, prof.data, prof.len, true, (int64) prof.len, dumps);
-		pfree(prof.data);
-	}
-	FreeDir(d);
-}
-
-/* ---- reading by name ---- */
 
 bool
 hpg_store_exists(const char *dir, const char *name)
@@ -265,39 +188,6 @@ hpg_store_exists(const char *dir, const char *name)
 
 	hpg_store_path(path, dir, name);
 	return lstat(path, &st) == 0;
-}
-
-bool
-hpg_store_read(const char *name, StringInfo out)
-{
-	static const char *const named[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_CAPTURE_DIR};
-	const char *dir = NULL;
-	char		path[MAXPGPATH];
-	int			start = out->len;
-
-	hpg_check_name(name);
-	for (int i = 0; i < (int) lengthof(named); i++)
-	{
-		if (!hpg_store_exists(named[i], name))
-			continue;
-		if (dir)
-			ereport(ERROR,
-					(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
-					 errmsg("heap profile name \"%s\" is in both %s and %s", name, dir, named[i]),
-					 errhint("A superuser should rename or remove one of the files in the data directory.")));
-		dir = named[i];
-	}
-	if (dir == NULL)
-		return false;
-	hpg_store_path(path, dir, name);
-	if (!hpg_read_file(path, out, true))
-		return false;
-	if (out->len == start)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("heap profile \"%s\" is an empty file", path),
-				 errhint("Remove the file; heapprof never writes an empty profile.")));
-	return true;
 }
 
 /* ERROR for a failed write of DIR/NAME.heap (rc an errno); nothing is left behind. */

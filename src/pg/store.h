@@ -4,8 +4,6 @@
 #ifndef HEAPPROF_STORE_H
 #define HEAPPROF_STORE_H
 
-#include "fmgr.h"
-#include "funcapi.h"
 #include "lib/stringinfo.h"
 
 #define HPG_STORE_DIR "heapprof"
@@ -36,12 +34,6 @@ extern bool hpg_can_read(const char *text, int len);
 extern void hpg_deny(const char *name, const char *verb);
 
 /*
- * The stored profile NAME (a persisted snapshot, exit dump or capture),
- * appended to out; false if there is none.  ERROR if the name is in two
- * folders or the file is unusable.  The caller checks permissions.
- */
-extern bool hpg_store_read(const char *name, StringInfo out);
-/*
  * Remove DIR/NAME.heap if the current user may (else ERROR): the very file
  * whose owner was checked, not one stored under the name meanwhile.  False
  * if there is none.
@@ -50,19 +42,8 @@ extern bool hpg_store_drop(const char *dir, const char *name);
 /* Is NAME a stored profile in dir? */
 extern bool hpg_store_exists(const char *dir, const char *name);
 
-/*
- * List the readable profile files of dir as rows of heapprof_snapshots()
- * (dumps false) or heapprof_dumps() (dumps true); skip(name) leaves a name
- * out.  Unusable files are skipped with a WARNING.
- */
-extern void hpg_store_list(ReturnSetInfo *rsinfo, const char *dir, bool dumps,
-						   bool (*skip) (const char *name));
 /* The profile names in dir, sorted (oldest first for time-stamped names). */
 extern char **hpg_store_names(const char *dir, int *count);
-/* One row of either listing. */
-extern void hpg_store_put_row(ReturnSetInfo *rsinfo, const char *name, const char *text, int len,
-							  bool persisted, int64 file_bytes, bool dumps);
-
 /*
  * Keep text as DIR/NAME.heap, in a backend (ERROR on failure, leaving
  * nothing behind): written as a draft, then, when limit (may be NULL) has

@@ -1,0 +1,291 @@
+/*
+ * stored.c -- every stored profile by name and kind; heapprof_stored().
+ *
+ * Reports read a stored profile by name (stored => NAME, base => NAME), and
+ * a name is one namespace over every kind: this session's snapshots (in
+ * TopMemoryContext), persisted snapshots, exit dumps and statement captures
+ * (files of store.c).  This file is where readers find, open and validate
+ * one, and where every listing of them is made, so a kind cannot be
+ * readable without being listed or listed without being readable.  A name
+ * found in two places is refused rather than guessed.  Peaks are not read
+ * by name: each process has one (heapprof_peak(), peak => true).
+ */
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "analysis.h"
+#include "files.h"
+#include "store.h"
+#include "stored.h"
+#include "engine/format.h"
+
+PG_FUNCTION_INFO_V1(heapprof_stored);
+
+/* The kinds kept in files, in the order a name is looked for. */
+static const struct
+{
+	const char *kind;
+	const char *dir;
+}			kinds[] = {
+	{"snapshot", HPG_SNAPSHOT_DIR},
+	{"exit dump", HPG_EXIT_DIR},
+	{"capture", HPG_CAPTURE_DIR},
+};
+
+/* This session's snapshots. */
+typedef struct session_profile
+{
+	char		name[HPG_MAX_NAME + 1];
+	char	   *text;
+	int			len;
+	struct session_profile *next;
+} session_profile;
+
+static session_profile *session;
+
+static session_profile *
+find_session(const char *name)
+{
+	for (session_profile *s = session; s; s = s->next)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+bool
+hpg_stored_in_session(const char *name)
+{
+	return find_session(name) != NULL;
+}
+
+void
+hpg_stored_keep(const char *name, const char *text, int len)
+{
+	session_profile *s = MemoryContextAllocZero(TopMemoryContext, sizeof(session_profile));
+
+	strlcpy(s->name, name, sizeof(s->name));
+	s->text = MemoryContextAlloc(TopMemoryContext, len + 1);
+	memcpy(s->text, text, len);
+	s->text[len] = '\0';
+	s->len = len;
+	s->next = session;
+	session = s;
+}
+
+bool
+hpg_stored_forget(const char *name, bool checked)
+{
+	for (session_profile **p = &session; *p; p = &(*p)->next)
+		if (strcmp((*p)->name, name) == 0)
+		{
+			session_profile *s = *p;
+
+			if (!checked && !hpg_can_read(s->text, s->len))
+				hpg_deny(name, "drop");
+			*p = s->next;
+			pfree(s->text);
+			pfree(s);
+			return true;
+		}
+	return false;
+}
+
+void
+hpg_stored_session_usage(int64 *count, int64 *bytes)
+{
+	*count = 0;
+	*bytes = 0;
+	for (session_profile *s = session; s; s = s->next)
+	{
+		(*count)++;
+		*bytes += s->len;
+	}
+}
+
+/* The folder holding name, or NULL; ERROR if two do. */
+static int
+find_file(const char *name)
+{
+	int			found = -1;
+
+	for (int i = 0; i < (int) lengthof(kinds); i++)
+	{
+		if (!hpg_store_exists(kinds[i].dir, name))
+			continue;
+		if (found >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+					 errmsg("heap profile name \"%s\" is in both %s and %s", name, kinds[found].dir, kinds[i].dir),
+					 errhint("A superuser should rename or remove one of the files in the data directory.")));
+		found = i;
+	}
+	return found;
+}
+
+bool
+hpg_stored_taken(const char *name)
+{
+	for (int i = 1; i < (int) lengthof(kinds); i++)
+		if (hpg_store_exists(kinds[i].dir, name))
+			return true;
+	return false;
+}
+
+const char *
+hpg_stored_read(const char *name, StringInfo out)
+{
+	session_profile *s;
+	const char *kind = "snapshot";
+	int			start = out->len;
+
+	hpg_check_name(name);
+	if ((s = find_session(name)) != NULL)
+		appendBinaryStringInfo(out, s->text, s->len);
+	else
+	{
+		int			i = find_file(name);
+		char		path[MAXPGPATH];
+
+		if (i >= 0)
+			hpg_store_path(path, kinds[i].dir, name);
+		if (i < 0 || !hpg_read_file(path, out, true))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("heap profile \"%s\" does not exist", name),
+					 errhint("heapprof_stored() lists the profiles you can read; a session snapshot lives only in the session that took it (persist => true keeps it for others).")));
+		if (out->len == start)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("heap profile \"%s\" is an empty file", path),
+					 errhint("Remove the file; heapprof never writes an empty profile.")));
+		kind = kinds[i].kind;
+	}
+	/* a session's own snapshots too: SET ROLE may have changed who asks */
+	if (!hpg_can_read(out->data + start, out->len - start))
+		hpg_deny(name, "read");
+	return kind;
+}
+
+/* ---- listings ---- */
+
+typedef enum row_kind
+{
+	ROW_SNAPSHOTS,				/* name, pid, owner, taken_at, total_bytes, samples, persisted */
+	ROW_DUMPS,					/* name, pid, backend_type, owner, taken_at, total_bytes, file_bytes */
+	ROW_STORED					/* name, kind, pid, owner, taken_at, total_bytes, file_bytes */
+} row_kind;
+
+static void
+put_row(ReturnSetInfo *rsinfo, row_kind rk, const char *name, const char *kind,
+		const char *text, int len, bool persisted)
+{
+	Datum		values[7];
+	bool		nulls[7] = {0};
+	hp_meta		m;
+	bool		has_meta = hp_read_meta(text, (size_t) len, &m);
+	int64		bytes;
+	int64		stacks;
+	char	   *owner = has_meta ? GetUserNameFromId(m.owner, true) : NULL;
+	int			i = 0;
+
+	hpg_summarize(text, len, &bytes, &stacks);
+	values[i++] = CStringGetTextDatum(name);
+	if (rk == ROW_STORED)
+		values[i++] = CStringGetTextDatum(kind);
+	values[i] = Int32GetDatum(m.pid);
+	nulls[i++] = !has_meta;
+	if (rk == ROW_DUMPS)
+	{
+		values[i] = CStringGetTextDatum(has_meta ? m.backend_type : "");
+		nulls[i++] = !has_meta;
+	}
+	values[i] = owner ? CStringGetTextDatum(owner) : (Datum) 0;
+	nulls[i++] = owner == NULL;
+	values[i] = TimestampTzGetDatum((TimestampTz) m.taken_at);
+	nulls[i++] = !has_meta;
+	values[i] = Int64GetDatum(bytes);
+	nulls[i++] = bytes < 0;
+	if (rk == ROW_SNAPSHOTS)
+	{
+		values[i] = Int64GetDatum(stacks);
+		nulls[i++] = stacks < 0;
+		values[i++] = BoolGetDatum(persisted);
+	}
+	else
+	{
+		/* the file's size; a snapshot kept only in this session has none */
+		values[i] = Int64GetDatum((int64) len);
+		nulls[i++] = !persisted;
+	}
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/* The readable profiles of kinds[k]'s folder, skipping this session's snapshots. */
+static void
+list_files(ReturnSetInfo *rsinfo, row_kind rk, int k)
+{
+	int			n;
+	char	  **names = hpg_store_names(kinds[k].dir, &n);
+
+	for (int i = 0; i < n; i++)
+	{
+		char		path[MAXPGPATH];
+		StringInfoData prof;
+
+		CHECK_FOR_INTERRUPTS();
+		if (rk != ROW_DUMPS && find_session(names[i]))
+			continue;
+		hpg_store_path(path, kinds[k].dir, names[i]);
+		initStringInfo(&prof);
+		/* removed meanwhile, or not a profile file: not listed */
+		if (hpg_read_file_or_warn(path, &prof) && prof.len == 0)
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("heap profile \"%s\" is an empty file", path),
+					 errhint("Remove the file; heapprof never writes an empty profile.")));
+		else if (prof.len > 0 && hpg_can_read(prof.data, prof.len))
+			put_row(rsinfo, rk, names[i], kinds[k].kind, prof.data, prof.len, true);
+		pfree(prof.data);
+		pfree(names[i]);
+	}
+}
+
+static void
+list_session(ReturnSetInfo *rsinfo, row_kind rk)
+{
+	for (session_profile *s = session; s; s = s->next)
+		if (hpg_can_read(s->text, s->len))
+			put_row(rsinfo, rk, s->name, "snapshot", s->text, s->len,
+					hpg_store_exists(HPG_SNAPSHOT_DIR, s->name));
+}
+
+void
+hpg_stored_list_snapshots(ReturnSetInfo *rsinfo)
+{
+	list_session(rsinfo, ROW_SNAPSHOTS);
+	list_files(rsinfo, ROW_SNAPSHOTS, 0);
+}
+
+void
+hpg_stored_list_dumps(ReturnSetInfo *rsinfo)
+{
+	list_files(rsinfo, ROW_DUMPS, 1);
+}
+
+/* heapprof_stored(): name, kind, pid, owner, taken_at, total_bytes, file_bytes */
+Datum
+heapprof_stored(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	list_session(rsinfo, ROW_STORED);
+	for (int k = 0; k < (int) lengthof(kinds); k++)
+		list_files(rsinfo, ROW_STORED, k);
+	return (Datum) 0;
+}
