@@ -10,6 +10,7 @@
 #include "labels.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Name of slot in q's label lines, or "#SLOT". */
@@ -178,4 +179,74 @@ hp_labels_group(hp_arena *a, const hp_profile *p, const hp_options *o, hp_graph 
 		path->frames = frames;
 		path->nframes++;
 	}
+}
+
+/* Add q's samples to rows by queryid with sign. */
+static void
+add_queries(hp_arena *a, const hp_profile *q, double sign, hp_map *ids,
+			hp_query_row **rows, size_t *cap)
+{
+	for (size_t i = 0; i < q->nsamples; i++)
+	{
+		const hp_sample *s = &q->samples[i];
+		bool		has = (s->labels & HP_HAS_QUERY) != 0;
+		uint64_t	key[2] = {has, has ? s->queryid : 0};
+		bool		added;
+		size_t		k;
+
+		hp_work(a->env, 1);
+		k = hp_map_put(ids, key, sizeof(key), &added);
+		if (added)
+		{
+			HP_RESERVE(a, *rows, *cap, k);
+			(*rows)[k].has_queryid = has;
+			(*rows)[k].queryid = key[1];
+		}
+		(*rows)[k].bytes += sign * s->bytes;
+		(*rows)[k].objs += sign * s->objs;
+	}
+}
+
+static int
+by_bytes(const void *x, const void *y)
+{
+	const hp_query_row *a = x;
+	const hp_query_row *b = y;
+
+	if (a->bytes != b->bytes)
+		return a->bytes < b->bytes ? 1 : -1;
+	if (a->has_queryid != b->has_queryid)
+		return a->has_queryid ? -1 : 1;
+	return (a->queryid > b->queryid) - (a->queryid < b->queryid);
+}
+
+size_t
+hp_labels_queries(hp_arena *a, hp_profile *p, const hp_profile *base,
+				  const hp_options *o, hp_query_row **rows)
+{
+	hp_map		ids;
+	size_t		cap = 0;
+
+	hp_map_init(&ids, a);
+	*rows = NULL;
+	add_queries(a, p, 1, &ids, rows, &cap);
+	if (base)
+		add_queries(a, base, -1, &ids, rows, &cap);
+	for (size_t k = 0; k < ids.count; k++)
+	{
+		hp_query_row *r = &(*rows)[k];
+
+		hp_work(a->env, 1);
+		if (o->drop_negative && r->bytes < 0)
+			r->bytes = 0;
+		if (o->drop_negative && r->objs < 0)
+			r->objs = 0;
+		r->text = r->has_queryid ? hp_labels_query_text(p, r->queryid) : NULL;
+	}
+	if (ids.count > 1)
+	{
+		hp_work(a->env, ids.count);
+		qsort(*rows, ids.count, sizeof(hp_query_row), by_bytes);
+	}
+	return ids.count;
 }

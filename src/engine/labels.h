@@ -27,6 +27,24 @@ extern void hp_labels_prepare(hp_arena *a, hp_profile *p, hp_profile *base, cons
  */
 extern void hp_labels_group(hp_arena *a, const hp_profile *p, const hp_options *o, hp_graph *g);
 
+/* What a statement's allocations hold (pg_stat_statements for the heap). */
+typedef struct hp_query_row
+{
+	bool		has_queryid;	/* false: allocated outside any statement */
+	uint64_t	queryid;
+	double		bytes;			/* unsampled; with a base, the difference */
+	double		objs;
+	const char *text;			/* as the writer saw it, or NULL */
+} hp_query_row;
+
+/*
+ * After hp_labels_prepare, without symbolizing: p's bytes and objects per
+ * queryid (minus base's, when not NULL; o->drop_negative applies), by bytes
+ * descending.  Returns the number of rows.
+ */
+extern size_t hp_labels_queries(hp_arena *a, hp_profile *p, const hp_profile *base,
+								const hp_options *o, hp_query_row **rows);
+
 /* A path's context name, or NULL when it has none. */
 extern const char *hp_labels_context(const hp_profile *p, const hp_path *path);
 

@@ -35,6 +35,11 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	if (base)
 		read_profile(a, base, base_len, "base profile: ", &old);
 	hp_labels_prepare(a, &r->profile, base ? &old : NULL, o);
+	if (kind == HP_REPORT_QUERIES)
+	{
+		r->nqueries = hp_labels_queries(a, &r->profile, base ? &old : NULL, o, &r->queries);
+		return;
+	}
 	/* the current profile first: its modules get the identity checks */
 	hp_symbolize_profile(a, s, &r->profile, &r->located);
 	if (base)
@@ -64,6 +69,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 			r->nrows = hp_top(a, &r->graph, limit, o->by_cum, &r->rows);
 			break;
 		case HP_REPORT_STACKS:
+		case HP_REPORT_QUERIES:
 			break;
 		case HP_REPORT_FLAMEGRAPH:
 			hp_render_flamegraph(a, &r->graph, o, o->program, base != NULL, &r->text);

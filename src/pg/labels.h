@@ -2,8 +2,8 @@
  * labels.h -- every sampled allocation labelled with the statement running
  * and the memory context it is allocated in.
  */
-#ifndef HEAPPROF_LABELS_H
-#define HEAPPROF_LABELS_H
+#ifndef HEAPPROF_PG_LABELS_H
+#define HEAPPROF_PG_LABELS_H
 
 #include "engine/format.h"
 
