@@ -197,7 +197,7 @@ mapping_of(const mapping *sorted, size_t n, uint64_t addr)
 	return lo > 0 && addr < sorted[lo - 1].limit ? sorted[lo - 1].id : 0;
 }
 
-/* A sample's labels as pprof's (go tool pprof -tags, -tagfocus=queryid=ID). */
+/* A sample's labels as pprof's (go tool pprof -tags, -tagfocus=queryid=ID, -tagroot=context). */
 static void
 put_labels(hp_buf *msg, strings *st, const hp_profile *p, const hp_path *path, hp_arena *a)
 {
@@ -205,6 +205,11 @@ put_labels(hp_buf *msg, strings *st, const hp_profile *p, const hp_path *path, h
 	char		id[24];
 	hp_buf		label;
 
+	/*
+	 * A string: pprof shows numeric labels as doubles, which would round the
+	 * queryid.  (-tagfocus takes a bare number for a numeric range: select
+	 * one statement with a regular expression, queryid=^ID$.)
+	 */
 	if (path->labels & HP_HAS_QUERY)
 	{
 		snprintf(id, sizeof(id), "%lld", (long long) path->queryid);
