@@ -11,7 +11,7 @@
 #    heapprof_queries() too (pg_stat_statements is not installed);
 #    allocations made outside any statement have queryid NULL;
 #  - the context column names CachedPlanSource where the stacks are
-#    CreateCachedPlan's, CacheMemoryContext for catalog caches;
+#    CreateCachedPlan's or CompleteCachedPlan's, and CacheMemoryContext;
 #  - group_by => 'query' puts each statement under its own root (top, flame
 #    graph, collapsed), group_by => 'context' too; queryid => and context =>
 #    keep one statement's or one context's samples;
@@ -65,7 +65,7 @@ gap="SELECT pg_sleep(0.05)"
 	echo "\\o $w/diff"
 	echo "SELECT coalesce(queryid::text, 'null'), sum(bytes) FROM heapprof_stacks(stored => 'lbl1', base => 'lbl0') GROUP BY 1 ORDER BY 2 DESC;"
 	echo "\\o $w/plan_context"
-	echo "SELECT context FROM heapprof_stacks() WHERE frames[1] = 'CreateCachedPlan' GROUP BY 1 ORDER BY sum(bytes) DESC LIMIT 1;"
+	echo "SELECT DISTINCT context FROM heapprof_stacks() WHERE frames && ARRAY['CreateCachedPlan', 'CompleteCachedPlan'] ORDER BY 1;"
 	echo "\\o $w/contexts"
 	echo "SELECT DISTINCT context FROM heapprof_stacks() WHERE context IS NOT NULL;"
 	echo "\\o $w/top"
@@ -109,8 +109,8 @@ grep -qF -e "$qa|$sa|1|$plans" "$w/queries" || { printf 'heapprof_queries():\n%s
 echo "bytes by queryid: plans $sa (capture $ga, diff $da), temp table $sb (capture $gb)"
 
 # -- contexts
-[ "$(cat "$w/plan_context")" = CachedPlanSource ] && grep -qx CacheMemoryContext "$w/contexts" ||
-	{ printf "CreateCachedPlan's context: %s; contexts:\n%s\n" "$(cat "$w/plan_context")" "$(cat "$w/contexts")"; exit 1; }
+grep -qx CachedPlanSource "$w/plan_context" && grep -qx CacheMemoryContext "$w/contexts" ||
+	{ printf "contexts of the cached plans' stacks:\n%s\nall contexts:\n%s\n" "$(cat "$w/plan_context")" "$(cat "$w/contexts")"; exit 1; }
 
 # -- grouping and filters
 [ "$(bytes_of <(sed 's/^query //' "$w/top") "$qa")" = "$sa" ] ||
