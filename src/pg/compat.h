@@ -53,10 +53,18 @@ typedef BackendId hpg_signal_id;
 #endif
 
 /*
- * The top-level statement's queryid as pg_stat_activity shows it (0: none);
- * 18 made it int64, from uint64.  A plain read of this backend's entry.
+ * The queryid of the top-level statement running, as pg_stat_activity shows
+ * it (pgstat_get_my_query_id's field), and 0 when none runs: an idle
+ * session's entry keeps its last statement's.  Plain reads of this
+ * backend's own entry.  18 made the field int64, from uint64.
  */
-#define hpg_my_query_id() ((uint64) pgstat_get_my_query_id())
+static inline uint64
+hpg_running_query_id(void)
+{
+	PgBackendStatus *be = MyBEEntry;
+
+	return be != NULL && be->st_state == STATE_RUNNING ? (uint64) be->st_query_id : 0;
+}
 
 /* 17 added the Bump allocator, whose method table fold.c reads too. */
 #if PG_VERSION_NUM >= 170000

@@ -17,8 +17,10 @@
  * The hook runs inside malloc: the tables are static, filled the first time
  * a context name (by its address: names are static strings) or a queryid is
  * seen, and a full table leaves the label out (a context) or the text out
- * (a statement) rather than evict.  Outside any statement, or with
- * compute_query_id off, the queryid is 0 and no query frame is pushed.
+ * (a statement) rather than evict.  Outside any statement (at backend
+ * start, between statements, where pg_stat_activity still shows the last
+ * one's), or with compute_query_id off, the queryid is 0 and no query frame
+ * is pushed.
  */
 #include "postgres.h"
 
@@ -113,7 +115,7 @@ hpg_labels_push(void **vec, unsigned *len, unsigned max_len)
 		return;
 	if (cxt != NULL && cxt->name != NULL && (slot = context_slot(cxt->name)) >= 0)
 		vec[n++] = (void *) (uintptr_t) HP_LABEL_PC(HP_LABEL_CONTEXT, slot);
-	id = hpg_my_query_id();
+	id = hpg_running_query_id();
 	if (id != 0)
 	{
 		note_query(id);
