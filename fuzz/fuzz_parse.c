@@ -62,7 +62,7 @@ pipeline(hp_arena *a, const char *text, size_t size, const hp_options *o)
 		return;
 	hp_unsample(&p);
 	/* once: the diff below is of the profile with itself, already named */
-	hp_labels_prepare(a, &p, NULL, o);
+	hp_labels_prepare(a, &p, NULL, o, size % 29 != 0);
 	hp_labels_queries(a, &p, size % 2 ? &p : NULL, o, &queries);
 	read_maps(p.maps, p.maps ? p.maps + p.maps_len : NULL);
 	/* no maps for libdwfl: it must not open files the input names */

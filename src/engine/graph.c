@@ -245,8 +245,8 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 		HP_RESERVE(a, seq, cap, n + 3);
 		seq[n] = smp->labels;
 		seq[n + 1] = smp->labels & HP_HAS_CONTEXT ? smp->context : 0;
-		seq[n + 2] = (uint32_t) (smp->queryid >> 32);
-		seq[n + 3] = (uint32_t) smp->queryid;
+		seq[n + 2] = smp->labels & HP_HAS_QUERY ? (uint32_t) (smp->queryid >> 32) : 0;
+		seq[n + 3] = smp->labels & HP_HAS_QUERY ? (uint32_t) smp->queryid : 0;
 		k = hp_map_put(&b->paths, seq, (n + 4) * sizeof(uint32_t), &added);
 		if (added)
 		{
@@ -257,7 +257,7 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 			g->paths[k].nframes = (uint32_t) n;
 			g->paths[k].labels = smp->labels;
 			g->paths[k].context = seq[n + 1];
-			g->paths[k].queryid = smp->queryid;
+			g->paths[k].queryid = (uint64_t) seq[n + 2] << 32 | seq[n + 3];
 			g->npaths = k + 1;
 		}
 		g->paths[k].match |= m;

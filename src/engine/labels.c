@@ -57,9 +57,9 @@ name_contexts(hp_arena *a, hp_profile *p, hp_profile *q, hp_map *names, size_t *
 	}
 }
 
-/* Keep the samples of q that o's filters let through. */
+/* Keep the samples of q that o's filters let through; without keep, unlabelled. */
 static void
-filter(hp_arena *a, const hp_profile *p, hp_profile *q, const hp_options *o)
+filter(hp_arena *a, const hp_profile *p, hp_profile *q, const hp_options *o, bool keep)
 {
 	size_t		kept = 0;
 
@@ -72,13 +72,20 @@ filter(hp_arena *a, const hp_profile *p, hp_profile *q, const hp_options *o)
 			continue;
 		if (o->context && (!(s->labels & HP_HAS_CONTEXT) || strcmp(p->contexts[s->context], o->context) != 0))
 			continue;
-		q->samples[kept++] = *s;
+		q->samples[kept] = *s;
+		if (!keep)
+		{
+			q->samples[kept].labels = 0;
+			q->samples[kept].context = 0;
+			q->samples[kept].queryid = 0;
+		}
+		kept++;
 	}
 	q->nsamples = kept;
 }
 
 void
-hp_labels_prepare(hp_arena *a, hp_profile *p, hp_profile *base, const hp_options *o)
+hp_labels_prepare(hp_arena *a, hp_profile *p, hp_profile *base, const hp_options *o, bool keep)
 {
 	hp_map		names;
 	size_t		cap = 0;
@@ -89,11 +96,11 @@ hp_labels_prepare(hp_arena *a, hp_profile *p, hp_profile *base, const hp_options
 	name_contexts(a, p, p, &names, &cap);
 	if (base)
 		name_contexts(a, p, base, &names, &cap);
-	if (!o->with_queryid && o->context == NULL)
+	if (keep && !o->with_queryid && o->context == NULL)
 		return;
-	filter(a, p, p, o);
+	filter(a, p, p, o, keep);
 	if (base)
-		filter(a, p, base, o);
+		filter(a, p, base, o, keep);
 }
 
 const char *

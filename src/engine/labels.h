@@ -17,8 +17,11 @@
  * Before the graph: name the contexts of p's samples, and of base's (NULL:
  * none) with the same names, in p->contexts, so a diff compares contexts by
  * name; then drop the samples of both that o's label filters exclude.
+ * Without keep, the samples lose their labels: a report that shows none
+ * (a function view, not grouped) has one path per stack, as without labels.
  */
-extern void hp_labels_prepare(hp_arena *a, hp_profile *p, hp_profile *base, const hp_options *o);
+extern void hp_labels_prepare(hp_arena *a, hp_profile *p, hp_profile *base, const hp_options *o,
+							  bool keep);
 
 /*
  * After the graph (of p): with o->group_by, a root function "query ID" or

@@ -34,7 +34,10 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	read_profile(a, dump, len, "", &r->profile);
 	if (base)
 		read_profile(a, base, base_len, "base profile: ", &old);
-	hp_labels_prepare(a, &r->profile, base ? &old : NULL, o);
+	/* labels split paths only where the report shows them */
+	hp_labels_prepare(a, &r->profile, base ? &old : NULL, o,
+					  kind == HP_REPORT_STACKS || kind == HP_REPORT_PPROF ||
+					  kind == HP_REPORT_QUERIES || o->group_by != HP_GROUP_FUNCTION);
 	if (kind == HP_REPORT_QUERIES)
 	{
 		r->nqueries = hp_labels_queries(a, &r->profile, base ? &old : NULL, o, &r->queries);

@@ -131,6 +131,12 @@ test_reports(void)
 	hp_result	r;
 	const char *t;
 
+	if (run("labels: a function view has a path per stack", &o, HP_REPORT_COLLAPSED, false, &r))
+	{
+		t = text(&r);
+		T_CHECK("labels: a function view has a path per stack",
+				strstr(t, "[anon]+0x2000;[anon]+0x1000 15000\n") && !strstr(t, "query"), "%zu paths, %zu bytes, collapsed:\n%s", r.graph.npaths, r.text.len, t);
+	}
 	o.group_by = HP_GROUP_QUERY;
 	if (run("labels group by query", &o, HP_REPORT_COLLAPSED, false, &r))
 	{
