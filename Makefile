@@ -40,21 +40,28 @@ override CFLAGS := $(filter-out -fexcess-precision=standard -Wimplicit-fallthrou
 endif
 
 # PGXS tracks no header dependencies; a changed struct must rebuild its users.
-HEADERS_ALL = $(wildcard $(srcdir)/src/*.h $(srcdir)/src/engine/*.h $(srcdir)/src/pg/*.h)
-$(OBJS) src/cli/heapprof-report.o src/cli/fetch.o: $(HEADERS_ALL) $(srcdir)/src/cli/fetch.h
+HEADERS_ALL = $(wildcard $(srcdir)/src/*.h $(srcdir)/src/engine/*.h $(srcdir)/src/pg/*.h $(srcdir)/src/cli/*.h)
 
-# heapprof-report: the engine as an offline command (same objects, no server).
+# The command-line tools link the engine (same objects, no server) and the
+# driver they share (cli_engine.c: symbolizer, debuginfod, regexes).
+CLI_ENGINE = src/cli/cli_engine.o src/cli/fetch.o src/fold_names.o $(ENGINE_OBJS)
+
+# heapprof-report: the engine as an offline command.
 REPORT = heapprof-report
 all: $(REPORT)
-$(REPORT): src/cli/heapprof-report.o src/cli/fetch.o src/fold_names.o $(ENGINE_OBJS)
+$(REPORT): src/cli/heapprof-report.o $(CLI_ENGINE)
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) -ldw -lelf -lz -lm -ldl -o $@
 
-# pg_heapprof: the libpq client; --merge renders with the engine's graph and renderers.
+# pg_heapprof: the libpq client, in stages (see src/cli/pg_heapprof.h);
+# --merge and --client-symbols render with the engine.
 CLIENT = pg_heapprof
-CLIENT_ENGINE = $(ENGINE_OBJS)
+CLIENT_OBJS = $(patsubst %.c,%.o,$(addprefix src/cli/,pg_heapprof.c options.c connect.c fleet.c merge.c output.c))
+$(CLIENT_OBJS): override CPPFLAGS += -I$(includedir)
 all: $(CLIENT)
-$(CLIENT): src/cli/pg_heapprof.c src/cli/client_report.c $(CLIENT_ENGINE) src/cli/client_report.h $(HEADERS_ALL)
-	$(CC) $(CFLAGS) -I$(srcdir)/src -I$(includedir) $(filter %.c,$^) $(CLIENT_ENGINE) $(LDFLAGS) -L$(libdir) -lpq -ldw -lelf -lz -lm -pthread -o $@
+$(CLIENT): $(CLIENT_OBJS) $(CLI_ENGINE)
+	$(CC) $(CFLAGS) $^ $(LDFLAGS) -L$(libdir) -lpq -ldw -lelf -lz -lm -ldl -pthread -o $@
+
+$(OBJS) src/cli/heapprof-report.o $(CLI_ENGINE) $(CLIENT_OBJS): $(HEADERS_ALL)
 
 install: install-report
 install-report: $(REPORT) $(CLIENT)
@@ -64,7 +71,7 @@ install-report: $(REPORT) $(CLIENT)
 uninstall: uninstall-report
 uninstall-report:
 	rm -f '$(DESTDIR)$(bindir)/$(REPORT)' '$(DESTDIR)$(bindir)/$(CLIENT)'
-EXTRA_CLEAN = $(REPORT) $(CLIENT) src/cli/heapprof-report.o src/cli/fetch.o src/engine/build
+EXTRA_CLEAN = $(REPORT) $(CLIENT) src/cli/*.o src/engine/build
 .PHONY: install-report uninstall-report check-ubsan
 
 # The regression suite over an UndefinedBehaviorSanitizer build (see the test).

@@ -377,3 +377,19 @@ BEGIN
 END
 $$;
 DROP TABLE @extschema@.heapprof_update_acl;
+
+-- Shared symbol indexes ---------------------------------------------------------
+-- heapprof_status(): symbol_index_bytes is what the objects' symbol indexes
+-- under $PGDATA/heapprof/symbols take (bounded by heapprof.symbol_index_limit);
+-- symbol_index_hits and symbol_index_misses count this backend's objects
+-- named from a shared index or indexed on its own (NULL for another pid).
+-- The row type grows and the function keeps its oid, so grants stay.
+ALTER TYPE @extschema@.heapprof_status_row
+    ADD ATTRIBUTE symbol_index_bytes bigint,
+    ADD ATTRIBUTE symbol_index_hits bigint,
+    ADD ATTRIBUTE symbol_index_misses bigint;
+
+CREATE OR REPLACE FUNCTION @extschema@.heapprof_status(pid integer DEFAULT NULL)
+RETURNS @extschema@.heapprof_status_row
+AS 'MODULE_PATHNAME', 'heapprof_status_1_2'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;

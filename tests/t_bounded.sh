@@ -18,16 +18,14 @@
 #    pathological regular expression: within statement_timeout, and gone
 #    within 1 s of pg_terminate_backend.
 set -euo pipefail
-cd "${HP_TOP:?}"
-q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-as_os() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-w=$(mktemp -d)
-cleanup() { [ -n "${snaps:-}" ] && as_os rm -f "$snaps"/hp_bounded_*.heap; rm -rf "$w"; }
-trap cleanup EXIT
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+cd "$HP_TOP"
+w=$(scratch)
+at_exit '[ -n "${snaps:-}" ] && as_pg rm -f "$snaps"/hp_bounded_*.heap'
 data=$(q -c "SHOW data_directory")
 snaps=$data/heapprof/snapshots
-q -c "CREATE EXTENSION IF NOT EXISTS heapprof" >/dev/null
-as_os mkdir -p -m 700 "$data/heapprof" "$snaps"
+create_ext heapprof
+as_pg mkdir -p -m 700 "$data/heapprof" "$snaps"
 
 # maps of n distinct files; the one stack has a frame in each of the first used
 gen() {
@@ -39,7 +37,7 @@ gen() {
 			printf "%x-%x r-xp 00000000 08:01 %d                   /nonexistent/heapprof/bounded/lib%d.so\n",
 				4194304 + 4096 * i, 4194304 + 4096 * (i + 1), i + 1, i }' >"$w/$3.heap"
 	chmod 600 "$w/$3.heap"
-	as_os sh -c 'umask 077 && cat >"$0"' "$snaps/hp_bounded_$3.heap" <"$w/$3.heap"
+	as_pg sh -c 'umask 077 && cat >"$0"' "$snaps/hp_bounded_$3.heap" <"$w/$3.heap"
 }
 gen 120000 1 maps
 gen 120000 1024 modules
@@ -66,10 +64,8 @@ bounded() {
 	q -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 	      WHERE query LIKE '%hp_bounded_$name%' AND pid <> pg_backend_pid()" >/dev/null
 	tstart=$(ms)
-	for _ in $(seq 20); do kill -0 "$job" 2>/dev/null || break; sleep 0.05; done
-	if kill -0 "$job" 2>/dev/null; then
-		kill "$job"; echo "$name: backend alive 1 s after pg_terminate_backend"; exit 1
-	fi
+	WAIT_STEP=0.05 wait_for "$name: the terminated backend to end" 1 exited "$job" ||
+		{ kill "$job"; echo "$name: backend alive 1 s after pg_terminate_backend"; exit 1; }
 	wait "$job" || true
 	gone=$(( $(ms) - tstart ))
 	[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%hp_bounded_$name%' AND pid <> pg_backend_pid()")" = 0 ] ||
@@ -103,7 +99,7 @@ grep -q "more than 1024 mapped files" "$w/err" || { echo "heapprof-report: $(cat
 chmod 755 "$w"
 sh src/engine/tests/gen_funcs.sh 200000 "$w"
 ln -s libhpfuncs.so "$w/link.so"
-as_os sh -c 'umask 077 && cat >"$0"' "$snaps/hp_bounded_object.heap" <"$w/funcs.heap"
+as_pg sh -c 'umask 077 && cat >"$0"' "$snaps/hp_bounded_object.heap" <"$w/funcs.heap"
 # the object in 1,024 spellings, a frame of its first stack in each
 awk -v dir="$w" '
 	/^@/ && !pc { pc = substr($2, 7) }
@@ -120,7 +116,7 @@ awk -v dir="$w" '
 			printf "7%03x00000000-7%03x%s r-xp 00000000 08:01 %d %s\n", k, k,
 				end, k + 1, p (int(k / 32) % 2 ? "/link.so" : "/libhpfuncs.so")
 		} }' "$w/funcs.heap" >"$w/spellings.heap"
-as_os sh -c 'umask 077 && cat >"$0"' "$snaps/hp_bounded_spellings.heap" <"$w/spellings.heap"
+as_pg sh -c 'umask 077 && cat >"$0"' "$snaps/hp_bounded_spellings.heap" <"$w/spellings.heap"
 
 # read whole, named alike in every spelling
 start=$(ms)

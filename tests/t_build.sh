@@ -2,14 +2,14 @@
 # t_build.sh -- the extension and heapprof-report build without a single
 # warning under -Wall -Wextra, with gcc and with clang.
 set -euo pipefail
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 src=$HP_TOP
 for cc in gcc clang; do
-	work=$(mktemp -d)
+	work=$(scratch)
 	cp -r "$src/Makefile" "$src/heapprof.control" "$src"/heapprof--*.sql "$src/src" "$work/"
 	if ! out=$(make -C "$work" CC=$cc 2>&1); then
-		echo "$out"; rm -rf "$work"; exit 1
+		echo "$out"; exit 1
 	fi
-	rm -rf "$work"
 	if grep -E 'warning:' <<<"$out"; then
 		echo "$cc: warnings above"; exit 1
 	fi

@@ -17,15 +17,15 @@
 #    captures off is captured;
 #  - heapprof.max_captures keeps the newest; a role reads only its own.
 set -euo pipefail
-q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
-w=$(mktemp -d)
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+QOPTS="-c heapprof.dump_on_exit_threshold=-1"
+w=$(scratch)
 cleanup() {
 	[ -n "${data:-}" ] && rm -f "$data"/heapprof/captures/*.heap || true
 	q -c "DROP ROLE IF EXISTS hp_capturer" >/dev/null 2>&1 || true
-	rm -rf "$w"
 }
-trap cleanup EXIT
-q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXISTS heapprof_test" >/dev/null
+at_exit cleanup
+create_ext heapprof heapprof_test
 data=$(q -c "SHOW data_directory")
 rm -f "$data"/heapprof/captures/*.heap
 leak="SELECT heapprof_test_leak(3000000)"
@@ -111,7 +111,7 @@ n=$(q -c "SELECT count(*) FROM heapprof_captures()")
 q -c "CREATE ROLE hp_capturer LOGIN" \
 	-c "GRANT EXECUTE ON FUNCTION heapprof_captures(), heapprof_enable(integer), heapprof_test_leak(bigint) TO hp_capturer" \
 	-c "ALTER ROLE hp_capturer SET heapprof.capture_min_growth = '1MB'" >/dev/null
-psql -X -q -At -d postgres -U hp_capturer -v ON_ERROR_STOP=1 -c "SELECT heapprof_enable()" -c "$gap" -c "$leak" \
+q_as hp_capturer -c "SELECT heapprof_enable()" -c "$gap" -c "$leak" \
 	-c "SELECT count(*), min(usename) FROM heapprof_captures()" > "$w/own"
 [ "$(tail -n1 "$w/own")" = "1|hp_capturer" ] || { echo "a role's view of captures: $(cat "$w/own")"; exit 1; }
 echo "captures: leaks captured with queryid $queryid, text, role, database; hpt_leak_top on top in every form; jeprof agrees ($ours MB); small statements and reports left out; WITH HOLD cursors captured at their commit (autocommit and block); retention; roles"

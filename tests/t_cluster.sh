@@ -3,12 +3,11 @@
 # (cluster (a), exact counts): dot rows piped into Graphviz, the raw dump
 # read by jeprof and by heapprof-report offline with equal totals.
 set -euo pipefail
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+work=$(scratch)
 cd "$HP_TOP"
-q() { psql -X -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
 
-q -q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXISTS heapprof_test"
+create_ext heapprof heapprof_test
 
 # one session: hold 6 MiB, take every report
 q >/dev/null <<SQL

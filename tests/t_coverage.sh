@@ -13,18 +13,18 @@
 #    live there yet" right after;
 #  - an exit dump of a backend that sampled nothing is not written.
 set -euo pipefail
-q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
-w=$(mktemp -d)
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+QOPTS="-c heapprof.dump_on_exit_threshold=-1"
+w=$(scratch)
 cleanup() {
 	q -c "SELECT heapprof_drop_snapshot(name) FROM heapprof_snapshots() WHERE name = 'hp_cov'" \
 	  -c "ALTER SYSTEM RESET heapprof.enable_at_start" -c "ALTER SYSTEM RESET heapprof.dump_on_exit_threshold" \
 	  -c "ALTER SYSTEM RESET heapprof.max_dumps" \
 	  -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
 	[ -n "${BG_PID:-}" ] && kill "$BG_PID" 2>/dev/null || true
-	rm -rf "$w"
 }
-trap cleanup EXIT
-q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXISTS heapprof_test" >/dev/null
+at_exit cleanup
+create_ext heapprof heapprof_test
 
 # -- own session: since NULL, set by enable, kept by disable, moved by reset
 out=$(q -c "SELECT sampling_since IS NULL FROM heapprof_status()" \
@@ -106,19 +106,12 @@ before=$(q -c "SELECT count(*) FROM heapprof_dumps()")
 q -c "ALTER SYSTEM SET heapprof.dump_on_exit_threshold = 0" -c "SELECT pg_reload_conf()" >/dev/null
 psql -X -q -At -d postgres -c "SELECT heapprof_test_hold(1048576)" >/dev/null
 psql -X -q -At -d postgres -c "SELECT heapprof_enable()" -c "SELECT heapprof_test_hold(1048576)" >/dev/null
-for _ in $(seq 100); do
-	[ "$(q -c "SELECT count(*) FROM heapprof_dumps()")" -gt "$before" ] && break
-	sleep 0.1
-done
+wait_for "an exit dump" 10 eval '[ "$(q -c "SELECT count(*) FROM heapprof_dumps()")" -gt "$before" ]'
 sleep 0.5
 n=$(q -c "SELECT count(*) FROM heapprof_dumps()")
 [ "$n" = $((before + 1)) ] || { echo "exit dumps: $before before, $n after (one expected)"; exit 1; }
 # retention at 0 removes them all, for later tests
 q -c "ALTER SYSTEM SET heapprof.max_dumps = 0" -c "SELECT pg_reload_conf()" >/dev/null
 psql -X -q -At -d postgres -c "SELECT heapprof_enable()" -c "SELECT heapprof_test_hold(1048576)" >/dev/null
-for _ in $(seq 100); do
-	[ "$(q -c "SELECT count(*) FROM heapprof_dumps()")" = 0 ] && break
-	sleep 0.1
-done
-[ "$(q -c "SELECT count(*) FROM heapprof_dumps()")" = 0 ] || { echo "exit dumps left"; exit 1; }
+wait_for "no exit dump left" 10 eval '[ "$(q -c "SELECT count(*) FROM heapprof_dumps()")" = 0 ]'
 echo "coverage: sampling_since own, by pid, at start; NOTICE with 48 MB unsampled; pid hints; no empty exit dump"

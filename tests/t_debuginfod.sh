@@ -9,15 +9,16 @@
 # the server frozen or stopped, one clear message, the stripped run's honest
 # labels, in bounded time.
 set -euo pipefail
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
 command -v debuginfod >/dev/null || { echo "debuginfod is not installed (Debian: apt-get install debuginfod)"; exit 1; }
-w=$(mktemp -d)
+w=$(scratch)
 dpid=
 # debuginfod may not stop on SIGTERM after a client gave up on it: then KILL
 stop_server() {
 	kill -CONT "$dpid" 2>/dev/null || true
 	kill "$dpid" 2>/dev/null || true
-	for _ in $(seq 20); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
+	wait_for "debuginfod to stop on SIGTERM" 2 exited "$dpid" 2>/dev/null || true
 	kill -KILL "$dpid" 2>/dev/null || true
 	wait "$dpid" 2>/dev/null || true
 	dpid=
@@ -25,9 +26,8 @@ stop_server() {
 cleanup() {
 	[ -z "$dpid" ] || stop_server
 	psql -X -q -d postgres -c "DROP SCHEMA IF EXISTS hp_dbgd CASCADE" >/dev/null 2>&1 || true
-	rm -rf "$w"
 }
-trap cleanup EXIT
+at_exit cleanup
 chmod 755 "$w"
 mkdir "$w/lib" "$w/srv"
 unset DEBUGINFOD_URLS
@@ -92,11 +92,13 @@ debuginfod -p "$port" -d "$w/db.sqlite" -F "$w/srv" -t 0 -g 0 >"$w/debuginfod.lo
 dpid=$!
 url=http://127.0.0.1:$port
 # a fresh cache per try: the client remembers a miss for 10 minutes
-for i in $(seq 100); do
-	DEBUGINFOD_URLS=$url DEBUGINFOD_CACHE_PATH=$w/probe$i debuginfod-find debuginfo "$id" >/dev/null 2>&1 && break
-	[ "$i" -lt 100 ] && kill -0 "$dpid" 2>/dev/null || { echo "debuginfod did not serve $id:"; cat "$w/debuginfod.log"; exit 1; }
-	sleep 0.2
-done
+i=0
+probe() {
+	i=$((i + 1))
+	! exited "$dpid" || { echo "debuginfod exited:"; cat "$w/debuginfod.log"; exit 1; }
+	DEBUGINFOD_URLS=$url DEBUGINFOD_CACHE_PATH=$w/probe$i debuginfod-find debuginfo "$id" >/dev/null 2>&1
+}
+WAIT_STEP=0.2 wait_for "debuginfod to serve $id" 20 probe || { cat "$w/debuginfod.log"; exit 1; }
 
 # the module on disk, its debug info fetched
 ms=$(report remote DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache1")
@@ -113,7 +115,7 @@ mv "$w/hpt.so.away" "$w/lib/hpt.so"
 psql -X -q -At -d postgres -v ON_ERROR_STOP=1 -c "SELECT heapprof_enable()" -c "SELECT hp_dbgd.hold(4 * 1048576, 1048576)" \
 	-c "SELECT pg_backend_pid()" -c "SELECT pg_sleep(60)" >"$w/bg.out" 2>&1 &
 bg=$!
-for _ in $(seq 100); do [ "$(wc -l <"$w/bg.out")" -ge 3 ] && break; sleep 0.1; done
+wait_for "the session's pid" 10 has_lines "$w/bg.out" 3
 pid=$(sed -n 3p "$w/bg.out")
 DEBUGINFOD_URLS=$url DEBUGINFOD_CACHE_PATH=$w/cache5 ./pg_heapprof -d postgres --client-symbols --report text \
 	--pid "$pid" >"$w/client.txt" 2>"$w/client.err" || { echo "pg_heapprof --client-symbols failed:"; cat "$w/client.err"; exit 1; }

@@ -25,8 +25,7 @@ start_cluster ctx "$PORT" "prof:true,prof_active:false" \
 	"shared_preload_libraries = 'heapprof'" "max_stack_depth = '200MB'"
 export $(cluster_env ctx "$PORT")
 LOG=$HP_SCRATCH/ctx/server.log
-PSQL=("$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d postgres)
-"${PSQL[@]}" <<'SQL'
+q <<'SQL'
 CREATE EXTENSION heapprof;
 CREATE FUNCTION bottom(secs float8) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE t0 timestamptz := clock_timestamp();
@@ -50,9 +49,9 @@ bad() { echo "FAIL $*"; fail=1; }
 # and its CONTEXT in $HP_SCRATCH/notice
 n=0
 target() {
-	local depth=$1 secs=$2 setup=$3 request=$4 pid i
+	local depth=$1 secs=$2 setup=$3 request=$4 pid
 	n=$((n + 1))
-	"${PSQL[@]}" -A -t >"$HP_SCRATCH/out" 2>"$HP_SCRATCH/notice" <<SQL &
+	q >"$HP_SCRATCH/out" 2>"$HP_SCRATCH/notice" <<SQL &
 \\set SHOW_CONTEXT always
 SET application_name = 'hp_ctx_target$n';
 $setup
@@ -61,14 +60,10 @@ SELECT r($depth, $secs);
 SQL
 	local job=$!
 	if [ -n "$request" ]; then
-		for i in $(seq 1 2000); do
-			pid=$("${PSQL[@]}" -A -t -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'hp_ctx_target$n' AND wait_event = 'PgSleep'")
-			[ -n "$pid" ] && break
-			sleep 0.02
-		done
-		[ -n "$pid" ] || { echo "target never slept" >&2; return 1; }
+		pid=$(WAIT_STEP=0.02 wait_query "target $n to sleep" 40 "SELECT pid FROM pg_stat_activity
+			WHERE application_name = 'hp_ctx_target$n' AND wait_event = 'PgSleep'") || return 1
 		sleep 0.3
-		"${PSQL[@]}" -A -t -c "${request//%PID%/$pid}" >/dev/null
+		q -c "${request//%PID%/$pid}" >/dev/null
 	fi
 	wait $job
 	grep -E '^[0-9]+$' "$HP_SCRATCH/out" | tail -1

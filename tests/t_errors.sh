@@ -8,34 +8,23 @@
 #    over $PGDATA/heapprof for a persisted snapshot;
 #  - a NOTICE on an empty report names its cause: the filter's kept stacks
 #    that sum to zero against a base, a window that recorded nothing;
-#  - heapprof_requests() names every operation (record, records);
+#  - heapprof_requests() names every operation (window start, window fetch);
 #  - a report cancelled mid-analysis still counts the symbol cache's growth:
 #    with heapprof.symbol_cache_limit = 0 nothing stays cached after it
 #    (gdb raises the cancel inside the engine right after symbolizing).
 set -uo pipefail
-w=$(mktemp -d)
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+w=$(scratch)
 pids=()
 mounts=()
 cleanup() {
 	[ -n "${stopped:-}" ] && kill -CONT "$stopped" 2>/dev/null
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	for m in "${mounts[@]}"; do umount "$m" 2>/dev/null; done
-	rm -rf "$w"
 }
-trap cleanup EXIT
+at_exit cleanup
 fail=0
-q() { psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
 bad() { echo "FAIL: $*"; fail=1; }
-session_pid() {
-	local pid
-	for _ in $(seq 50); do
-		pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$1'")
-		[ -n "$pid" ] && { echo "$pid"; return; }
-		sleep 0.1
-	done
-	echo "session $1 did not start" >&2
-	return 1
-}
 # a session that enables sampling, holds memory and sleeps
 target() {
 	psql -X -q -At -d postgres -c "SET application_name = '$1'" -c "SELECT heapprof_enable()" \
@@ -67,7 +56,7 @@ expect_full() {
 # left DIR: files other than the filler
 left() { find "$1" -mindepth 1 ! -name fill ! -type d; }
 
-q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXISTS heapprof_test" >/dev/null
+create_ext heapprof heapprof_test
 data=$(q -c "SHOW data_directory")
 
 # -- a full base/pgsql_tmp
@@ -108,19 +97,14 @@ case $out in
 	*) bad "an idle window: expected no allocation during the window, got: $out" ;;
 esac
 
-# -- heapprof_requests() names a record request
+# -- heapprof_requests() names a window request
 stopped=$tgt
 kill -STOP "$stopped"
 q -c "SET heapprof.request_timeout = '30s'" -c "SELECT count(*) FROM heapprof_allocations(seconds => 0.1, pid => $tgt)" \
 	>/dev/null 2>&1 &
 rec=$!
-op=
-for _ in $(seq 50); do
-	op=$(q -c "SELECT string_agg(operation, ',') FROM heapprof_requests() WHERE target = $tgt")
-	[ -n "$op" ] && break
-	sleep 0.1
-done
-[ "$op" = record ] || bad "heapprof_requests() names a record request '$op'"
+op=$(wait_query "the window request" 5 "SELECT string_agg(operation, ',') FROM heapprof_requests() WHERE target = $tgt")
+[ "$op" = "window start" ] || bad "heapprof_requests() names a window request '$op'"
 kill -CONT "$stopped"
 stopped=
 wait "$rec"
@@ -131,7 +115,7 @@ wait "$rec"
 so=$(pg_config --pkglibdir)/heapprof.so
 if ! readelf -S "$so" 2>/dev/null | grep -q '\.debug_info'; then
 	[ "$fail" -ne 0 ] ||
-		echo "errors: full base/pgsql_tmp and \$PGDATA/heapprof give 53100 with nothing left (own, pid =>, window, snapshot); NOTICEs name their cause; record ops named (cancelled report's symbol cache: not checked, $so is stripped)"
+		echo "errors: full base/pgsql_tmp and \$PGDATA/heapprof give 53100 with nothing left (own, pid =>, window, snapshot); NOTICEs name their cause; window ops named (cancelled report's symbol cache: not checked, $so is stripped)"
 	exit $fail
 fi
 
@@ -148,15 +132,12 @@ pids+=($session)
 cpid=$(session_pid hp_err_cancel) || exit 1
 gdb -p "$cpid" -batch -ex 'break hp_build_graph' -ex 'continue' \
 	-ex 'set var *(int *) &QueryCancelPending = 1' -ex 'set var *(int *) &InterruptPending = 1' -ex 'set var a->env->work = 65535' -ex 'detach' >"$w/gdb.log" 2>&1
-for _ in $(seq 50); do
-	grep -q "canceling statement" "$w/cancel.out" && break
-	sleep 0.1
-done
+wait_for "the cancel" 5 grep -q "canceling statement" "$w/cancel.out"
 kept=$(gdb -p "$cpid" -batch -ex "print 'analysis.c'::symbolizer == 0" 2>/dev/null | sed -n 's/^\$1 = //p')
 wait "$session"
 grep -q "canceling statement due to user request" "$w/cancel.out" ||
 	bad "the report was not cancelled: $(cat "$w/cancel.out") $(tail -5 "$w/gdb.log")"
 [ "$kept" = 1 ] || bad "a report cancelled after symbolizing kept its symbolizer above a limit of 0 (symbolizer == 0: '$kept')"
 [ "$fail" -ne 0 ] ||
-	echo "errors: full base/pgsql_tmp and \$PGDATA/heapprof give 53100 with nothing left (own, pid =>, window, snapshot); NOTICEs name their cause; record ops named; a cancelled report drops its symbol cache"
+	echo "errors: full base/pgsql_tmp and \$PGDATA/heapprof give 53100 with nothing left (own, pid =>, window, snapshot); NOTICEs name their cause; window ops named; a cancelled report drops its symbol cache"
 exit $fail

@@ -5,7 +5,8 @@
 # holds at heapprof.max_dumps and heapprof.max_dump_bytes.
 set -euo pipefail
 # helper sessions must not leave dumps of their own: they opt out
-q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+QOPTS="-c heapprof.dump_on_exit_threshold=-1"
 settings() {
 	q -c "ALTER SYSTEM SET heapprof.dump_on_exit_threshold = '$1'" \
 	  -c "ALTER SYSTEM SET heapprof.max_dumps = $2" \
@@ -15,22 +16,20 @@ cleanup() {
 	q -c "ALTER SYSTEM RESET heapprof.dump_on_exit_threshold" -c "ALTER SYSTEM RESET heapprof.max_dumps" \
 	  -c "ALTER SYSTEM RESET heapprof.max_dump_bytes" -c "SELECT pg_reload_conf()" >/dev/null || true
 }
-trap cleanup EXIT
+at_exit cleanup
 count() { q -c "SELECT count(*) FROM heapprof_dumps()"; }
 # a session that holds memory from known functions, then exits; prints its pid
 leaky_session() {
-	psql -X -q -At -d postgres -v ON_ERROR_STOP=1 -c "SELECT heapprof_enable()" \
+	QOPTS= q -c "SELECT heapprof_enable()" \
 		-c "SELECT heapprof_test_hold($1)" -c "SELECT pg_backend_pid()" | tail -n1
 }
-wait_for() {
-	for _ in $(seq 100); do
-		[ "$(count)" = "$1" ] && return 0
-		sleep 0.1
-	done
-	echo "expected $1 dumps, have $(count)"; q -c "SELECT name FROM heapprof_dumps()"; return 1
+has_dumps() { [ "$(count)" = "$1" ]; }
+wait_dumps() {
+	wait_for "$1 exit dumps" 10 has_dumps "$1" ||
+		{ echo "have $(count)"; q -c "SELECT name FROM heapprof_dumps()"; return 1; }
 }
 
-q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXISTS heapprof_test"
+create_ext heapprof heapprof_test
 q -c "SELECT count(*) FROM (SELECT pg_ls_dir('heapprof/dumps', true, false)) d" >/dev/null
 before=$(count)
 [ "$before" = 0 ] || { echo "dumps left over: $before"; exit 1; }
@@ -44,7 +43,7 @@ sleep 0.5
 # above it: a dump with this pid, reportable
 settings 1MB 5 100MB
 pid=$(leaky_session 4194304)
-wait_for 1
+wait_dumps 1
 q -c "SELECT pid, backend_type, owner FROM heapprof_dumps()" | grep -qx "$pid|client backend|postgres" ||
 	{ echo "wrong metadata for pid $pid:"; q -c "SELECT * FROM heapprof_dumps()"; exit 1; }
 name=$(q -c "SELECT name FROM heapprof_dumps()")
@@ -55,7 +54,7 @@ q -c "SELECT flat_bytes, function FROM heapprof_top(1, stored => '$name')" | gre
 # retention: at most 3 files, the oldest go first
 settings 1MB 3 100MB
 for i in 1 2 3; do last=$(leaky_session 2097152); done
-wait_for 3
+wait_dumps 3
 q -c "SELECT name FROM heapprof_dumps()" | grep -q -- "-$pid-" && { echo "oldest dump kept"; exit 1; }
 q -c "SELECT name FROM heapprof_dumps()" | grep -q -- "-$last-" || { echo "newest dump missing"; exit 1; }
 
@@ -63,7 +62,7 @@ q -c "SELECT name FROM heapprof_dumps()" | grep -q -- "-$last-" || { echo "newes
 size=$(q -c "SELECT max(file_bytes) FROM heapprof_dumps()")
 settings 1MB 100 "$(( (size * 3 / 2) / 1024 + 1 ))kB"
 leaky_session 2097152 >/dev/null
-wait_for 1
+wait_dumps 1
 total=$(q -c "SELECT sum(file_bytes) FROM heapprof_dumps()")
 [ "$total" -le $(( (size * 3 / 2) + 1024 )) ] || { echo "max_dump_bytes exceeded: $total"; exit 1; }
 
@@ -74,5 +73,5 @@ left=$(q -c "SELECT count(*) FROM pg_ls_dir('heapprof/dumps') f WHERE f NOT LIKE
 # clean up the dumps for later tests
 settings 1MB 0 100MB
 leaky_session 2097152 >/dev/null
-wait_for 0
+wait_dumps 0
 echo "exit dumps: written above the threshold with pid and type, reportable, retention held"

@@ -3,6 +3,12 @@
 #  - every pg_heapprof format of an idle session's profile, by pid: dot (read
 #    by Graphviz), svg, flamegraph, collapsed, pprof, raw (read by
 #    heapprof-report), text, top; leak mode writes what grew meanwhile;
+#  - --client-symbols renders each of those formats here byte for byte as
+#    the server does (by default, --nofold, --objects, --focus); raw, which
+#    has no names, is a usage error;
+#  - a report without --pid writes one file per process, as
+#    --backend-type=all; --backend-type takes a comma list; a process's top
+#    prints its percentages as --merge does (100.0%);
 #  - go tool pprof -top on the pprof output agrees with heapprof_top;
 #  - the flame graph loads in headless Chromium and its script finds the
 #    expected top frame (screenshot kept in $HP_ARTIFACTS, not in git); its
@@ -11,8 +17,9 @@
 #  - pg_heapprof fails cleanly on a wrong password, a database without the
 #    extension, a bad pid and bad arguments.
 set -euo pipefail
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
-w=$(mktemp -d)
+w=$(scratch)
 art=${HP_ARTIFACTS:-/tmp/heapprof-artifacts}
 mkdir -p "$art"
 hba=$(dirname "$HP_LOG")/data/pg_hba.conf
@@ -22,11 +29,8 @@ cleanup() {
 	psql -X -q -d postgres -c "SELECT pg_reload_conf()" -c "DROP ROLE IF EXISTS heapprof_pw" \
 		-c "SELECT heapprof_drop_snapshot(name) FROM heapprof_snapshots() WHERE name IN ('hp_fmt', 'hp_search')" \
 		-c "DROP DATABASE IF EXISTS heapprof_noext" >/dev/null 2>&1 || true
-	rm -rf "$w"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-q() { psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
+at_exit cleanup
 cli() { ./pg_heapprof -d postgres "$@"; }
 
 # an idle session holding 3 MiB from known functions
@@ -50,6 +54,30 @@ grep -q ';hpt_outer;hpt_middle;hpt_leaf_alloc 3145728$' "$w/out.collapsed" || fa
 grep -q '^ *3145728 .* hpt_leaf_alloc$' <(./heapprof-report --show_bytes "$w/out.raw") || fail "raw"
 grep -q '^Total: ' "$w/out.text" || fail "text"
 grep -qE '^ +1 +3145728 .* hpt_leaf_alloc$' "$w/out.top" || { cat "$w/out.top"; fail "top"; }
+
+# --client-symbols: the engine here, with the server's arguments, writes what the server writes
+for f in dot svg flamegraph collapsed pprof text top; do
+	for opt in --fold --nofold --objects --focus=hpt_middle; do
+		cli --report "$f" --pid "$pid" "$opt" -o "$w/srv.$f" || fail "format $f $opt"
+		cli --client-symbols --report "$f" --pid "$pid" "$opt" -o "$w/here.$f" || fail "--client-symbols format $f $opt"
+		cmp -s "$w/srv.$f" "$w/here.$f" || { diff "$w/srv.$f" "$w/here.$f" | head; fail "--client-symbols $f $opt differs"; }
+	done
+done
+rc=0
+cli --client-symbols --report raw --pid "$pid" >/dev/null 2>"$w/err" || rc=$?
+[ "$rc" = 2 ] && grep -q 'raw format has none' "$w/err" || fail "--client-symbols --report raw: exit $rc, $(cat "$w/err")"
+
+# a report without --pid: every process, one file each; top's percentages as --merge's
+mkdir "$w/all" "$w/typed"
+cli --report top --focus hpt_ -o "$w/all" >"$w/all.out" 2>/dev/null || { cat "$w/all.out"; fail "--report top without --pid"; }
+grep -q "  $pid (client backend): $w/all/.*-$pid.top$" "$w/all.out" && grep -q "(checkpointer)" "$w/all.out" ||
+	{ cat "$w/all.out"; fail "--report top without --pid: not every process"; }
+cli --backend-type 'client backend' --focus hpt_ --merge --report top -o "$w/merged.top"
+diff <(head -n 3 "$w/all/"*"-$pid.top") <(head -n 3 "$w/merged.top") || fail "a process's top and --merge's differ"
+grep -qE '^ +1 +3145728 +100\.0% +3145728 +100\.0%  hpt_leaf_alloc$' "$w/merged.top" || { cat "$w/merged.top"; fail "top percentages"; }
+cli --report top --backend-type 'checkpointer,client backend' -o "$w/typed" >"$w/typed.out" 2>/dev/null || fail "comma list"
+grep -q "  $pid (client backend): " "$w/typed.out" && grep -q "(checkpointer)" "$w/typed.out" &&
+	! grep -q "(background writer)" "$w/typed.out" || { cat "$w/typed.out"; fail "--backend-type 'checkpointer,client backend'"; }
 
 # heapprof-report on a stored profile prints what SQL prints, by default and with --nofold
 q -c "SELECT heapprof_snapshot('hp_fmt', true, pid => $pid) > 0" >/dev/null
@@ -147,7 +175,7 @@ grep -q 'not a server process' "$w/err" || { cat "$w/err"; fail "bad pid message
 set +e
 cli --report text --pid abc 2>/dev/null; [ $? = 2 ] || fail "bad pid argument: exit status"
 cli --report nosuch --pid "$pid" 2>/dev/null; [ $? = 2 ] || fail "bad format: exit status"
-cli --report text 2>/dev/null; [ $? = 2 ] || fail "missing --pid: exit status"
+cli --enable 2>/dev/null; [ $? = 2 ] || fail "missing --pid: exit status"
 set -e
 ./pg_heapprof --help | grep -q '^Usage:' || fail "--help"
-echo "formats: every pg_heapprof format, pprof agrees with go tool pprof, flame graph in Chromium (its search = heapprof_top's cum), clean failures"
+echo "formats: every pg_heapprof format (each with --client-symbols as the server renders it), reports of every process, pprof agrees with go tool pprof, flame graph in Chromium (its search = heapprof_top's cum), clean failures"

@@ -5,12 +5,12 @@
 # against nm -D -S on a real backend's dump after a real workload.  The dump
 # as if from another machine (other inodes, no build-ids) is named the same.
 set -euo pipefail
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
-w=$(mktemp -d)
-trap 'rm -rf "$w"' EXIT
+w=$(scratch)
 postgres=$("${PG_CONFIG:-pg_config}" --bindir)/postgres
 
-psql -X -q -At -d postgres -v ON_ERROR_STOP=1 > /dev/null <<SQL
+q > /dev/null <<SQL
 CREATE EXTENSION IF NOT EXISTS heapprof;
 SELECT heapprof_enable();
 CREATE TEMP TABLE t AS SELECT g, md5(g::text) AS m FROM generate_series(1, 20000) g;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# t_layers.sh -- the structure docs/architecture.md promises, read
-# from the built objects with nm (not from the source's includes):
-#  - no cycle among the files of src/pg: file A needs file B when A's object
-#    uses a symbol B's object defines;
+# t_layers.sh -- the structure docs/architecture.md promises:
+#  - every file of src/pg is on one floor of the table between its
+#    <!-- floors --> markers, and needs only files on floors below its own:
+#    file A needs file B when A's object uses a symbol B's object defines
+#    (read with nm) or when A.c or A.h includes B.h (headers without a B.c,
+#    compat.h and values.h, are leaves); so there is no cycle either;
 #  - the engine uses no PostgreSQL symbol: everything its objects need is
 #    defined by the engine itself or by libc, libdw, libelf, zlib, libm;
 #  - one reader of /proc/PID/maps text (maps.c) and one writer and reader of
@@ -26,6 +28,34 @@ edges=$(
 	done
 )
 [ -n "$edges" ] || { echo "no dependencies found among src/pg objects: not built?"; exit 1; }
+# ... and by the headers each file and its header include
+edges="$edges
+$(for f in src/pg/*.c src/pg/*.h; do
+	a=$(basename "${f%.*}")
+	sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f" | while read -r b; do
+		[ "$b" != "$a" ] && [ -f "src/pg/$b.c" ] && echo "$a $b"
+	done
+done)"
+
+# the floors, top (1) to bottom, from the documented table
+floors=$(sed -n '/<!-- floors -->/,/<!-- \/floors -->/p' docs/architecture.md |
+	awk -F'|' 'NF >= 4 && $2 !~ /floor|---/ { n++; k = split($3, f, " "); for (i = 1; i <= k; i++) { sub(/\.c$/, "", f[i]); print f[i], n } }')
+[ -n "$floors" ] || { echo "no floors table in docs/architecture.md"; exit 1; }
+for f in src/pg/*.c; do
+	b=$(basename "$f" .c)
+	n=$(printf '%s\n' "$floors" | awk -v b="$b" '$1 == b' | wc -l)
+	[ "$n" = 1 ] || { echo "$f is on $n floors of docs/architecture.md's table (must be on one)"; fail=1; }
+done
+bad=$(printf '%s\n' "$edges" | sort -u | while read -r a b; do
+	fa=$(printf '%s\n' "$floors" | awk -v x="$a" '$1 == x {print $2}')
+	fb=$(printf '%s\n' "$floors" | awk -v x="$b" '$1 == x {print $2}')
+	[ -n "$fa" ] && [ -n "$fb" ] && [ "$fa" -ge "$fb" ] && echo "  $a.c (floor $fa) needs $b.c (floor $fb)"
+done)
+if [ -n "$bad" ]; then
+	echo "files of src/pg need files on their own floor or above (docs/architecture.md):"
+	echo "$bad"
+	fail=1
+fi
 # tsort reports a cycle on stderr
 if ! cycle=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$cycle" ]; then
 	echo "cycle among src/pg files:"
@@ -59,4 +89,4 @@ if [ -n "$mapsreaders" ]; then
 fi
 
 [ $fail = 0 ] || exit 1
-echo "layers: $(printf '%s\n' "$edges" | wc -l) dependencies among $(ls src/pg/*.o | wc -l) src/pg objects, no cycle; engine uses no PostgreSQL symbol; one owner for maps and % lines"
+echo "layers: $(printf '%s\n' "$edges" | sort -u | wc -l) dependencies among $(ls src/pg/*.o | wc -l) src/pg files, each to a lower floor of $(printf '%s\n' "$floors" | awk '{print $2}' | sort -u | wc -l); engine uses no PostgreSQL symbol; one owner for maps and % lines"

@@ -17,9 +17,9 @@
 # in stripped libraries after the nearest export (heapprof labels it
 # honestly) and treats inline frames per library.
 set -euo pipefail
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work=$(scratch)
 
 # bracket expressions: the same pattern serves grep -E and awk
 funcs='leaf_alloc|alloc_big|mid|alloc_small_many|rec|sizes|grow|leak_more|via_inline|inl_alloc|inl_alloc [(]inline[)]|inl_alloc[[]inline[]]|worker_alloc|thread_main|main'
@@ -29,8 +29,6 @@ MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:0 "$work/oracle" "$work/ex
 MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:14 "$work/oracle" "$work/sampled.heap"
 # an earlier and a later dump of one process, for --base
 MALLOC_CONF=prof:true,prof_active:true,lg_prof_sample:0 "$work/oracle" "$work/before.heap" "$work/after.heap"
-
-fail() { echo "MISMATCH: $*" >&2; exit 1; }
 
 jeprof_out() { jeprof "$@" --debug-syms-by-id 2>/dev/null | sed -E 's/<[0-9a-f]{16}>//g'; }
 

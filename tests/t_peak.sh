@@ -13,15 +13,15 @@
 #    leaves it as NAME-peak; FIFOs planted at the peak's temporary names
 #    block nothing.
 set -euo pipefail
-q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
-w=$(mktemp -d)
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+QOPTS="-c heapprof.dump_on_exit_threshold=-1"
+w=$(scratch)
 cleanup() {
 	[ -n "${BG_PID:-}" ] && kill "$BG_PID" 2>/dev/null || true
 	[ -n "${exit_pid:-}" ] && rm -f "$data"/heapprof/dumps/*-"$exit_pid"-* || true
-	rm -rf "$w"
 }
-trap cleanup EXIT
-q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXISTS heapprof_test" >/dev/null
+at_exit cleanup
+create_ext heapprof heapprof_test
 data=$(q -c "SHOW data_directory")
 join="SET work_mem = '512MB'; SET jit = off; SELECT count(*) FROM generate_series(1, 1000000) a(x) JOIN generate_series(1, 1000000) b(x) USING (x)"
 mb() { awk '{printf "%d\n", $1 / 1048576}'; }
@@ -44,11 +44,11 @@ peak_mb=$(echo "${r[4]}" | mb) live_mb=$(echo "${r[5]}" | mb) top=${r[6]} in_liv
 
 # -- by pid: a session that ran the join and stays
 mkfifo "$w/in"
-psql -X -q -At -d postgres -v ON_ERROR_STOP=1 < "$w/in" > "$w/bg.out" 2>&1 &
+QOPTS= q < "$w/in" > "$w/bg.out" 2>&1 &
 BG_PID=$!
 exec 3> "$w/in"
 echo "SELECT pg_backend_pid(); SELECT heapprof_enable(); $join;" >&3
-for _ in $(seq 300); do [ "$(wc -l < "$w/bg.out")" -ge 3 ] && break; sleep 0.1; done
+wait_for "the hash join" 30 has_lines "$w/bg.out" 3
 pid=$(head -n1 "$w/bg.out")
 out=$(q -c "SELECT peak_bytes > 100 * 1048576 FROM heapprof_status(pid => $pid)" \
 	-c "SELECT sum(bytes) FROM heapprof_stacks(pid => $pid, peak => true)" \
@@ -73,7 +73,7 @@ jeprof_total=$(jeprof --text "$(pg_config --bindir)/postgres" "$f" 2>/dev/null |
 
 # -- reset forgets it; track_peak = off takes none
 echo "SELECT heapprof_reset(); SET heapprof.track_peak = off; $join;" >&3
-for _ in $(seq 300); do [ "$(wc -l < "$w/bg.out")" -ge 5 ] && break; sleep 0.1; done
+wait_for "the hash join without a peak" 30 has_lines "$w/bg.out" 5
 out=$(q -c "SELECT peak_bytes IS NULL FROM heapprof_status(pid => $pid)" \
 	-c "SELECT heapprof_test_error('SELECT * FROM heapprof_peak(pid => $pid)')")
 [ "$out" = "t
@@ -86,22 +86,22 @@ HINT: A peak profile is taken while sampling is active and heapprof.track_peak i
 exec 3>&-
 wait "$BG_PID" || true
 BG_PID=
-for _ in $(seq 50); do ls "$data/heapprof/peaks" | grep -q "^$pid\." || break; sleep 0.1; done
-! ls "$data/heapprof/peaks" | grep -q "^$pid\." || { echo "peak files left after exit"; exit 1; }
+peak_gone() { ! ls "$data/heapprof/peaks" | grep -q "^$pid\."; }
+wait_for "the peak files of $pid to go at its exit" 5 peak_gone
 
 # -- FIFOs and a link planted where the peak's drafts are written block nothing
 mkfifo "$w/in2"
-psql -X -q -At -d postgres -v ON_ERROR_STOP=1 < "$w/in2" > "$w/bg2.out" 2>&1 &
+QOPTS= q < "$w/in2" > "$w/bg2.out" 2>&1 &
 BG_PID=$!
 exec 4> "$w/in2"
 echo "SELECT pg_backend_pid();" >&4
-for _ in $(seq 100); do [ -s "$w/bg2.out" ] && break; sleep 0.1; done
+wait_for "the session's pid" 10 test -s "$w/bg2.out"
 pid2=$(head -n1 "$w/bg2.out")
 for i in 0 1 2; do mkfifo -m 600 "$data/heapprof/peaks/tmp.$pid2.$i"; done
 ln -s /etc/passwd "$data/heapprof/peaks/tmp.$pid2.3"
 chown -h --reference="$data" "$data/heapprof/peaks/tmp.$pid2".*
 echo "SELECT heapprof_enable(); $join;" >&4
-for _ in $(seq 300); do [ "$(wc -l < "$w/bg2.out")" -ge 3 ] && break; sleep 0.1; done
+wait_for "the hash join with FIFOs planted" 30 has_lines "$w/bg2.out" 3 || true
 [ "$(wc -l < "$w/bg2.out")" -ge 3 ] && [ "$(q -c "SELECT count(*) > 0 FROM heapprof_peak(pid => $pid2)")" = t ] ||
 	{ echo "with FIFOs planted: $(cat "$w/bg2.out")"; exit 1; }
 rm -f "$data/heapprof/peaks/tmp.$pid2".*
@@ -110,10 +110,11 @@ wait "$BG_PID" || true
 BG_PID=
 
 # -- with exit dumps: the peak passed the threshold, the exit holds less
-out=$(PGOPTIONS="-c heapprof.dump_on_exit_threshold=50MB" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 \
+out=$(PGOPTIONS="-c heapprof.dump_on_exit_threshold=50MB" QOPTS= q \
 	-c "SELECT pg_backend_pid()" -c "SELECT heapprof_enable()" -c "$join")
 pid=$(echo "$out" | head -n1) exit_pid=$pid
-for _ in $(seq 50); do q -c "SELECT name FROM heapprof_dumps() WHERE pid = $pid" | grep -q -- '-peak$' && break; sleep 0.1; done
+peak_dumped() { q -c "SELECT name FROM heapprof_dumps() WHERE pid = $pid" | grep -q -- '-peak$'; }
+wait_for "the exit dump of $pid's peak" 5 peak_dumped || true
 names=$(q -c "SELECT name FROM heapprof_dumps() WHERE pid = $pid ORDER BY name")
 [ "$(echo "$names" | grep -c -- '-peak$')" = 1 ] || { echo "exit dumps of $pid: $names"; exit 1; }
 name=$(echo "$names" | grep -- '-peak$')

@@ -17,6 +17,7 @@
 # The examples' other process is a session named myapp that keeps
 # allocating, and the grants go to roles app_debugger and trusted_debugger.
 set -euo pipefail
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
 
 # the install blocks are not run here (t_package builds and installs): the
@@ -26,10 +27,9 @@ for page in README.md docs/setup.md; do
 	grep -q "debs/$deb" "$page" || { echo "$page does not name debs/$deb"; exit 1; }
 done
 db=hp_readme
-w=$(mktemp -d)
+w=$(scratch)
 chmod 755 "$w"
 roles="app_debugger trusted_debugger"
-q() { psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
 cleanup() {
 	[ -n "${APP_PID:-}" ] && kill "$APP_PID" 2>/dev/null || true
 	q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$db'" >/dev/null 2>&1 || true
@@ -38,9 +38,8 @@ cleanup() {
 	for r in $roles; do
 		q -c "DROP OWNED BY $r" -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1 || true
 	done
-	rm -rf "$w"
 }
-trap cleanup EXIT
+at_exit cleanup
 data=$(q -c "SHOW data_directory")
 bindir=$("${PG_CONFIG:-pg_config}" --bindir)
 q -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
@@ -73,10 +72,7 @@ psql -X -q -d "$db" -c "CREATE EXTENSION heapprof_test" -c "SET application_name
 	-c "SELECT count(heapprof_test_hold(65536)) FROM (SELECT pg_sleep(0.02) FROM generate_series(1, 6000)) s" \
 	>/dev/null 2>&1 &
 APP_PID=$!
-for _ in $(seq 100); do
-	[ -n "$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'myapp'")" ] && break
-	sleep 0.1
-done
+wait_query "myapp" 10 "SELECT pid FROM pg_stat_activity WHERE application_name = 'myapp'" >/dev/null
 
 nsql=0
 nsh=0

@@ -5,14 +5,13 @@
 # a walsender and the autovacuum launcher reachable; and the server log holds
 # no memory-context lines caused by heapprof, and no crash.
 set -euo pipefail
-w=$(mktemp -d)
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+w=$(scratch)
 cleanup() {
 	[ -n "${recv:-}" ] && kill "$recv" 2>/dev/null || true
 	[ -n "${TARGET_PID:-}" ] && kill "$TARGET_PID" 2>/dev/null || true
-	rm -rf "$w"
 }
-trap cleanup EXIT
-q() { psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
+at_exit cleanup
 
 # an idle session: psql waiting for input on a pipe
 coproc TARGET { psql -X -q -At -d postgres; }
@@ -50,12 +49,7 @@ read -r answer <&"${TARGET[0]}"
 # a walsender and the autovacuum launcher
 "$(pg_config --bindir)/pg_receivewal" -D "$w" --no-sync >/dev/null 2>&1 &
 recv=$!
-for _ in $(seq 50); do
-	ws=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walsender'")
-	[ -n "$ws" ] && break
-	sleep 0.1
-done
-[ -n "$ws" ] || { echo "no walsender started"; exit 1; }
+ws=$(wait_query "a walsender" 5 "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walsender'")
 [ "$(q -c "SELECT prof_enabled FROM heapprof_status(pid => $ws)")" = t ] || { echo "walsender not reached"; exit 1; }
 launcher=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'autovacuum launcher'")
 [ "$(q -c "SELECT prof_enabled FROM heapprof_status(pid => $launcher)")" = t ] || { echo "launcher not reached"; exit 1; }

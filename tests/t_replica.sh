@@ -31,25 +31,13 @@ finish() {
 	[ -n "$stopped" ] && kill -CONT "$stopped" 2>/dev/null
 	[ -n "${HOLD_P_PID:-}" ] && kill "$HOLD_P_PID" 2>/dev/null
 	[ -n "${HOLD_S_PID:-}" ] && kill "$HOLD_S_PID" 2>/dev/null
-	hp_cleanup
 }
-trap finish EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-qp() { psql -X -q -At -h "$pdir/sock" -p "$P1" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
-qs() { psql -X -q -At -h "$sdir/sock" -p "$P2" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
+at_exit finish
+qp() { PGHOST=$pdir/sock PGPORT=$P1 PGUSER=postgres q "$@"; }
+qs() { PGHOST=$sdir/sock PGPORT=$P2 PGUSER=postgres q "$@"; }
 A="host=$pdir/sock port=$P1 user=postgres dbname=postgres"
 B="host=$sdir/sock port=$P2 user=postgres dbname=postgres"
 cli() { "$top/pg_heapprof" "$@"; }
-# wait_for SECONDS DESCRIPTION COMMAND...: poll until COMMAND succeeds
-wait_for() {
-	local n=$(($1 * 10)) what=$2
-	shift 2
-	until "$@" >/dev/null 2>&1; do
-		n=$((n - 1))
-		[ $n -gt 0 ] || fail "timed out waiting for $what"
-		sleep 0.1
-	done
-}
 
 start_cluster primary "$P1" "$conf" "shared_preload_libraries = 'heapprof'" || fail "primary"
 as_pg mkdir -p "$sdir/sock"
@@ -63,8 +51,8 @@ as_pg env LD_PRELOAD="$JEMALLOC_SO" MALLOC_CONF="$conf" "$PGBIN/pg_ctl" -D "$sdi
 
 # the extensions reach the standby through WAL
 qp -c "CREATE EXTENSION heapprof" -c "CREATE EXTENSION heapprof_test"
-wait_for 20 "the extension on the standby" \
-	bash -c "[ \"\$(psql -X -At -h '$sdir/sock' -p $P2 -U postgres -d postgres -c \"SELECT count(*) FROM pg_extension WHERE extname LIKE 'heapprof%'\")\" = 2 ]"
+replayed_ext() { [ "$(qs -c "SELECT count(*) FROM pg_extension WHERE extname LIKE 'heapprof%'")" = 2 ]; }
+wait_for "the extension on the standby" 20 replayed_ext
 
 # the replication processes, enabled by pid
 startup=$(qs -c "SELECT pid FROM heapprof_backends() WHERE backend_type = 'startup'")
@@ -80,7 +68,8 @@ cli -d "$A" --enable --backend-type walsender | grep -q "profiling of process $w
 qp -c "CREATE TABLE t AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 200000) g" \
 	-c "CREATE INDEX ON t (v)" -c "UPDATE t SET v = md5(v) WHERE id % 3 = 0" -c "DELETE FROM t WHERE id % 7 = 0"
 lsn=$(qp -c "SELECT pg_current_wal_insert_lsn()")
-wait_for 60 "replay" bash -c "[ \"\$(psql -X -At -h '$sdir/sock' -p $P2 -U postgres -d postgres -c \"SELECT pg_last_wal_replay_lsn() >= '$lsn'\")\" = t ]"
+replayed() { [ "$(qs -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")" = t ]; }
+wait_for "replay" 60 replayed
 n=$(qs -c "SELECT count(*) FROM t"); [ "$n" = 171429 ] || fail "the standby has $n rows"
 
 t0=$(date +%s%N)
@@ -106,7 +95,7 @@ qs -c "SELECT count(*) > 0 FROM heapprof_stacks(stored => 'replica_persisted')" 
 qs -c "SELECT heapprof_drop_snapshot('replica_persisted')"
 PGOPTIONS="-c heapprof.dump_on_exit_threshold=0" \
 	qs -c "SELECT heapprof_enable()" -c "SELECT heapprof_test_hold(1048576)" >/dev/null
-wait_for 10 "an exit dump on the standby" bash -c "ls '$sdir/data/heapprof/dumps/' | grep -q ."
+wait_for "an exit dump on the standby" 10 eval 'ls "$sdir/data/heapprof/dumps/" 2>/dev/null | grep -q .'
 dump=$(qs -c "SELECT name FROM heapprof_dumps() LIMIT 1")
 [ -n "$dump" ] && [ "$(qs -c "SELECT count(*) > 0 FROM heapprof_top(5, stored => '$dump')")" = t ] || fail "exit dump on the standby"
 [ "$(qp -c "SELECT count(*) FROM heapprof_dumps()")" = 0 ] || fail "a standby's exit dump reached the primary"

@@ -6,26 +6,14 @@
 #    answers, hold at most that role's share: the others get 53300 with a
 #    hint, and a superuser's request still goes through.
 set -euo pipefail
-w=$(mktemp -d)
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+w=$(scratch)
 pids=()
 cleanup() {
 	[ -n "${stopped:-}" ] && kill -CONT "$stopped" 2>/dev/null || true
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$w"
 }
-trap cleanup EXIT
-q() { psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
-# session_pid APPNAME: the backend of a session started in the background
-session_pid() {
-	local pid
-	for _ in $(seq 50); do
-		pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$1'")
-		[ -n "$pid" ] && { echo "$pid"; return; }
-		sleep 0.1
-	done
-	echo "session $1 did not start" >&2
-	return 1
-}
+at_exit cleanup
 
 # -- a target that exits while working on a request
 psql -X -q -At -d postgres -c "SET application_name = 'hp_exiting'" -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
@@ -34,11 +22,8 @@ target=$(session_pid hp_exiting)
 gdb -p "$target" -batch -ex 'break hpj_dump' -ex 'continue' -ex 'call (void) proc_exit(0)' \
 	>"$w/gdb.log" 2>&1 &
 gdbpid=$!
-for _ in $(seq 100); do
-	grep -q '^Breakpoint 1 at' "$w/gdb.log" && break
-	sleep 0.1
-done
-grep -q '^Breakpoint 1 at' "$w/gdb.log" || { echo "gdb could not set a breakpoint:"; cat "$w/gdb.log"; exit 1; }
+wait_for "gdb's breakpoint" 10 grep -q '^Breakpoint 1 at' "$w/gdb.log" ||
+	{ echo "gdb could not set a breakpoint:"; cat "$w/gdb.log"; exit 1; }
 sleep 0.5	# gdb continues the target
 err=$(q -c "SET heapprof.request_timeout = '30s'" -c "SELECT length(heapprof_dump_raw(pid => $target))" 2>&1 || true)
 wait "$gdbpid" || true
@@ -61,11 +46,7 @@ for i in $(seq 64); do
 		-c "SELECT active FROM heapprof_status(pid => $stopped)" >"$w/greedy.$i" 2>&1 &
 	pids+=($!)
 done
-for _ in $(seq 100); do
-	n=$(grep -l 'too many heapprof requests' "$w"/greedy.* 2>/dev/null | wc -l || true)
-	[ "$n" -ge 48 ] && break
-	sleep 0.1
-done
+wait_for "48 refusals" 10 eval '[ "$(grep -l "too many heapprof requests" "$w"/greedy.* 2>/dev/null | wc -l)" -ge 48 ]' || true
 held=$(q -c "SELECT count(*) FROM heapprof_requests() WHERE requester_role = 'hp_greedy'")
 refused=$(grep -l 'too many heapprof requests' "$w"/greedy.* | wc -l || true)
 grep -qh 'at most 16 requests' "$w"/greedy.* || { echo "no per-role hint:"; cat "$w"/greedy.1; exit 1; }

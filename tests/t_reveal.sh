@@ -13,33 +13,23 @@
 #  (d) the documented workflow still works: reports, patterns on names and
 #      object+0xOFFSET, snapshots, listings, the peak, windows, pg_heapprof.
 set -euo pipefail
-q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
-as_os() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-rv() { PGUSER=hp_rv psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
-# expect_error SQLSTATE SQL...: hp_rv's statement fails with that SQLSTATE
-expect_error() {
-	local state=$1 out
-	shift
-	if out=$(PGUSER=hp_rv psql -X -q -At -d postgres -v ON_ERROR_STOP=1 -v VERBOSITY=verbose "$@" 2>&1); then
-		echo "expected $state, succeeded: $*"; return 1
-	fi
-	grep -q "ERROR:  $state:" <<<"$out" || { echo "expected $state from $*, got: $out"; return 1; }
-}
-w=$(mktemp -d)
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+QOPTS="-c heapprof.dump_on_exit_threshold=-1"
+rv() { q_as hp_rv "$@"; }
+w=$(scratch)
 cleanup() {
 	[ -n "${RV_PID:-}" ] && kill "$RV_PID" 2>/dev/null || true
 	[ -n "${sleeper:-}" ] && kill "$sleeper" 2>/dev/null || true
 	q -c "SELECT heapprof_drop_snapshot(name) FROM heapprof_snapshots() WHERE name LIKE 'hp_rv%'" >/dev/null 2>&1 || true
 	if [ -n "${data:-}" ]; then
-		for n in ${stored:-}; do as_os rm -f "$data/heapprof/dumps/$n.heap" "$data/heapprof/captures/$n.heap"; done
+		for n in ${stored:-}; do as_pg rm -f "$data/heapprof/dumps/$n.heap" "$data/heapprof/captures/$n.heap"; done
 	fi
 	for r in hp_rv hp_rv_other; do
 		q -c "DROP OWNED BY $r" -c "DROP ROLE $r" >/dev/null 2>&1 || true
 	done
-	rm -rf "$w"
 }
-trap cleanup EXIT
-q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "CREATE EXTENSION IF NOT EXISTS heapprof_test" >/dev/null
+at_exit cleanup
+create_ext heapprof heapprof_test
 data=$(q -c "SHOW data_directory")
 
 # -- two roles with exactly README's recommended grants
@@ -118,7 +108,7 @@ other_pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'autovac
 	echo "SELECT heapprof_test_hold(3145728) IS NOT NULL;"
 	while read -r f; do
 		case $f in
-			heapprof_status | heapprof_backends | heapprof_requests | heapprof_snapshots | heapprof_dumps | \
+			heapprof_status | heapprof_backends | heapprof_requests | heapprof_snapshots | heapprof_dumps | heapprof_stored | \
 				heapprof_captures | heapprof_objects)
 				echo "SELECT * FROM $f();" ;;
 			heapprof_enable | heapprof_forget_symbols) echo "SELECT $f();" ;;
@@ -163,25 +153,25 @@ PGUSER=hp_rv_other psql -X -q -At -d postgres -c "SELECT pg_sleep(60)" >/dev/nul
 sleeper=$!
 q -c "ALTER ROLE hp_rv_other SET heapprof.capture_min_growth = '1MB'" \
 	-c "ALTER ROLE hp_rv_other SET heapprof.dump_on_exit_threshold = 0" >/dev/null
-PGUSER=hp_rv_other psql -X -q -At -d postgres -v ON_ERROR_STOP=1 -c "SELECT heapprof_enable()" \
+q_as hp_rv_other -c "SELECT heapprof_enable()" \
 	-c "SELECT heapprof_snapshot('hp_rv_other_snap', true)" -c "SELECT pg_sleep(0.02)" \
 	-c "SELECT heapprof_test_leak(3000000) /* hp_rv_secret_text */" -c "SELECT pg_sleep(0.02)" >/dev/null
-for _ in $(seq 100); do
+other_ready() {
 	stored=$(q -c "SELECT name FROM heapprof_dumps() WHERE owner = 'hp_rv_other'
 		UNION ALL SELECT name FROM heapprof_captures() WHERE usename = 'hp_rv_other'")
 	spid=$(q -c "SELECT pid FROM pg_stat_activity WHERE usename = 'hp_rv_other' AND state = 'active'")
-	[ "$(wc -w <<<"$stored")" = 2 ] && [ -n "$spid" ] && break
-	sleep 0.1
-done
+	[ "$(wc -w <<<"$stored")" = 2 ] && [ -n "$spid" ]
+}
+wait_for "the other role's two profiles and session" 10 other_ready || true
 q -c "SELECT query FROM heapprof_captures() WHERE usename = 'hp_rv_other'" | grep -q hp_rv_secret_text ||
 	{ echo "(c) setup: no capture of the other role's statement: $stored"; exit 1; }
 [ "$(wc -w <<<"$stored")" = 2 ] && [ -n "$spid" ] || { echo "(c) setup: stored '$stored', session '$spid'"; exit 1; }
 out=$(rv -c "SELECT * FROM heapprof_captures()" -c "SELECT * FROM heapprof_snapshots()" -c "SELECT * FROM heapprof_dumps()")
 grep -q 'hp_rv_secret_text\|hp_rv_other' <<<"$out" && { echo "(c) the role lists the other role's profiles: $out"; exit 1; }
 for n in $stored hp_rv_other_snap; do
-	expect_error 42501 -c "SELECT count(*) FROM heapprof_top(stored => '$n')" || exit 1
+	PGUSER=hp_rv expect_error 42501 -c "SELECT count(*) FROM heapprof_top(stored => '$n')" || exit 1
 done
-expect_error 42501 -c "SELECT count(*) FROM heapprof_top(pid => $spid)" || exit 1
+PGUSER=hp_rv expect_error 42501 -c "SELECT count(*) FROM heapprof_top(pid => $spid)" || exit 1
 # heapprof_backends shows what pg_stat_activity shows the role, no more
 row=$(rv -c "SELECT b.usename, b.state IS NULL, b.active IS NULL, b.allocated_bytes IS NULL,
 	b.sampling_since IS NULL, a.state IS NULL FROM heapprof_backends() b JOIN pg_stat_activity a USING (pid)

@@ -36,17 +36,13 @@ mounted=
 finish() {
 	for p in "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
 	[ -n "$mounted" ] && umount "$mounted" 2>/dev/null || true
-	hp_cleanup
 }
-trap finish EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+at_exit finish
 step() { echo "$(date +%T) $*"; }
 start_cluster store "$P" "prof:true,prof_active:false,lg_prof_sample:0" \
 	"shared_preload_libraries = 'heapprof'" "restart_after_crash = on" || fail "cluster did not start"
 export $(cluster_env store "$P")
 data=$HP_SCRATCH/store/data
-q() { PGOPTIONS="${OPTS:-}" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
-as_os() { if [ "$(id -u)" -eq 0 ]; then runuser -u "$HP_OSUSER" -- "$@"; else "$@"; fi; }
 q -c "CREATE EXTENSION heapprof" -c "CREATE EXTENSION heapprof_test" >/dev/null
 
 # bg_nofds COMMAND... &: a background child must not hold the sessions' FIFOs
@@ -61,12 +57,12 @@ session() {
 	bg+=($!)
 	eval "exec $fd>\"\$w/in$fd\""
 	echo "SELECT pg_backend_pid();" >&"$fd"
-	for _ in $(seq 100); do [ -s "$w/out$fd" ] && break; sleep 0.1; done
+	wait_for "session $fd's pid" 10 test -s "$w/out$fd" || true
 	spid=$(head -n1 "$w/out$fd")
 	[ -n "$spid" ] || fail "session $fd did not start: $(cat "$w/out$fd")"
 }
 # lines FD N: wait until session FD has printed N lines
-lines() { for _ in $(seq 600); do [ "$(wc -l < "$w/out$1")" -ge "$2" ] && return; sleep 0.1; done; fail "session $1: $(cat "$w/out$1")"; }
+lines() { wait_for "session $1's line $2" 60 has_lines "$w/out$1" "$2" || fail "session $1: $(cat "$w/out$1")"; }
 # kill_at PID FUNCTION...: gdb kills the process (SIGKILL) when it reaches one of them
 kill_at() {
 	local pid=$1 args=()
@@ -74,16 +70,16 @@ kill_at() {
 	for f; do args+=(-ex "break $f"); done
 	bg_nofds gdb -p "$pid" -batch "${args[@]}" -ex continue -ex kill > "$w/gdb.$pid" 2>&1 &
 	gdbpid=$!
-	for _ in $(seq 100); do grep -q '^Breakpoint 1 at' "$w/gdb.$pid" && break; sleep 0.1; done
-	grep -q '^Breakpoint 1 at' "$w/gdb.$pid" || fail "gdb could not set a breakpoint: $(cat "$w/gdb.$pid")"
+	wait_for "gdb's breakpoint" 10 grep -q '^Breakpoint 1 at' "$w/gdb.$pid" || fail "gdb could not set a breakpoint: $(cat "$w/gdb.$pid")"
 	sleep 0.5
 }
+# up: the server answers
+up() { q -c "SELECT 1" >/dev/null 2>&1; }
 # crashed PID WHAT: gdb killed it at a breakpoint; wait for the crash restart
 crashed() {
 	wait "$gdbpid" || true
 	grep -q "^Breakpoint [0-9.]*, " "$w/gdb.$1" || fail "$2: the breakpoint was never reached: $(cat "$w/gdb.$1")"
-	for _ in $(seq 300); do q -c "SELECT 1" >/dev/null 2>&1 && break; sleep 0.2; done
-	q -c "SELECT 1" >/dev/null || fail "$2: the server did not come back"
+	wait_for "the server to come back" 60 up || fail "$2: the server did not come back"
 	grep -q "terminated by signal 9" "$HP_SCRATCH/store/server.log" || fail "$2: no crash in the log"
 }
 # no_drafts WHAT: no draft in any folder of the store, no peak of a process gone
@@ -113,8 +109,8 @@ bg+=("$target")
 PGUSER=hp_alice PGOPTIONS="-c heapprof.request_timeout=60s" bg_nofds psql -X -q -At -d postgres -v VERBOSITY=verbose \
 	-c "SELECT heapprof_snapshot('hp_race', persist => true, pid => $target)" > "$w/race.out" 2>&1 &
 racer=$!
-for _ in $(seq 100); do [ "$(q -c "SELECT count(*) FROM heapprof_requests() WHERE target = $target")" = 1 ] && break; sleep 0.1; done
-[ "$(q -c "SELECT count(*) FROM heapprof_requests() WHERE target = $target")" = 1 ] || fail "the plain role's request is not waiting"
+wait_for "hp_alice's request" 10 eval '[ "$(q -c "SELECT count(*) FROM heapprof_requests() WHERE target = $target")" = 1 ]' ||
+	fail "the plain role's request is not waiting"
 q -c "SELECT heapprof_enable()" -c "SELECT heapprof_test_hold(5000000)" \
 	-c "SELECT heapprof_snapshot('hp_race', persist => true) > 0" >/dev/null
 kill -CONT "$target"
@@ -175,7 +171,7 @@ crashes=4
 step "3. drafts of writers that are gone are swept before a quota check; a running one's counts"
 dead=4000000
 while kill -0 "$dead" 2>/dev/null; do dead=$((dead + 1)); done
-as_os truncate -s 1M "$data/heapprof/snapshots/tmp.$dead.0" "$data/heapprof/snapshots/old.heap.tmp$dead"
+as_pg truncate -s 1M "$data/heapprof/snapshots/tmp.$dead.0" "$data/heapprof/snapshots/old.heap.tmp$dead"
 # profiles whose names look like drafts are profiles all the same
 q -c "SELECT heapprof_snapshot('tmp.$dead', persist => true) >= 0" \
 	-c "SELECT heapprof_snapshot('a.heap.tmp$dead', persist => true) >= 0" >/dev/null
@@ -188,7 +184,7 @@ PGUSER=hp_bob q -c "SELECT heapprof_enable()" -c "SELECT heapprof_snapshot('hp_b
 [ "$(q -c "SELECT count(*) FROM heapprof_snapshots() WHERE name IN ('tmp.$dead', 'a.heap.tmp$dead')")" = 2 ] ||
 	fail "snapshots named like drafts were swept: $(ls "$data/heapprof/snapshots")"
 postmaster=$(head -n1 "$data/postmaster.pid")
-as_os truncate -s 30M "$data/heapprof/snapshots/tmp.$postmaster.0"
+as_pg truncate -s 30M "$data/heapprof/snapshots/tmp.$postmaster.0"
 out=$(PGUSER=hp_bob q -v VERBOSITY=verbose -c "SELECT heapprof_snapshot('hp_bob2', persist => true)" 2>&1) &&
 	fail "a running writer's draft was not counted toward the quota"
 grep -q "ERROR:  53400: too many heap profile snapshots" <<<"$out" || fail "quota with a running draft: $out"
@@ -200,8 +196,8 @@ no_drafts "quota"
 step "4. FIFOs and a link at a backend's draft names"
 session 8
 pid=$spid
-for i in 0 1 2; do as_os mkfifo "$data/heapprof/snapshots/tmp.$pid.$i"; done
-as_os ln -s /etc/passwd "$data/heapprof/snapshots/tmp.$pid.3"
+for i in 0 1 2; do as_pg mkfifo "$data/heapprof/snapshots/tmp.$pid.$i"; done
+as_pg ln -s /etc/passwd "$data/heapprof/snapshots/tmp.$pid.3"
 echo "SELECT heapprof_snapshot('hp_planted', persist => true) >= 0;" >&8
 lines 8 2
 [ "$(sed -n 2p "$w/out8")" = t ] || fail "with planted FIFOs: $(cat "$w/out8")"
@@ -212,10 +208,10 @@ exec 8>&-
 
 # -- 5. a capture too big to keep costs no other capture
 step "5. a capture too big to keep costs no other capture"
-OPTS="-c heapprof.capture_min_growth=1MB" q -c "SELECT heapprof_enable()" -c "SELECT heapprof_test_leak(3000000)" >/dev/null
+QOPTS="-c heapprof.capture_min_growth=1MB" q -c "SELECT heapprof_enable()" -c "SELECT heapprof_test_leak(3000000)" >/dev/null
 before=$(q -c "SELECT string_agg(name, ',' ORDER BY name) FROM heapprof_captures()")
 [ -n "$before" ] || fail "no capture to keep"
-out=$(OPTS="-c heapprof.capture_min_growth=1MB -c heapprof.max_capture_bytes=1kB" \
+out=$(QOPTS="-c heapprof.capture_min_growth=1MB -c heapprof.max_capture_bytes=1kB" \
 	q -v VERBOSITY=verbose -c "SELECT heapprof_enable()" -c "SELECT heapprof_test_leak(3000000)" 2>&1)
 grep -q "WARNING:  53400: heapprof did not keep the statement's capture: its [0-9]* bytes exceed heapprof.max_capture_bytes (1 kB)" <<<"$out" ||
 	fail "an oversized capture: $out"
@@ -233,12 +229,12 @@ requester=$spid
 bg_nofds gdb -p "$requester" -batch -ex 'break hpg_dump_path' -ex continue -ex 'break SendProcSignal' -ex continue \
 	-ex finish -ex 'shell sleep 1' -ex 'call (void) proc_exit(0)' > "$w/gdb.window" 2>&1 &
 gdbpid=$!
-for _ in $(seq 100); do grep -q '^Breakpoint 1 at' "$w/gdb.window" && break; sleep 0.1; done
+wait_for "gdb's breakpoint" 10 grep -q '^Breakpoint 1 at' "$w/gdb.window" || fail "window: gdb: $(cat "$w/gdb.window")"
 sleep 0.5
 echo "SELECT count(*) FROM heapprof_allocations(0.2, pid => $target);" >&10
 wait "$gdbpid" || true
 grep -q "^Breakpoint 2, " "$w/gdb.window" || fail "window: gdb did not stop the requester: $(cat "$w/gdb.window")"
-for _ in $(seq 50); do kill -0 "$requester" 2>/dev/null || break; sleep 0.1; done
+wait_for "requester $requester to exit" 5 exited "$requester" || true
 left=$(q -c "SELECT count(*) FROM pg_ls_dir('base/pgsql_tmp', true, false) f WHERE f LIKE 'pgsql_tmp$requester.heapprof%'")
 [ "$left" = 0 ] || fail "the window's files of requester $requester were left in base/pgsql_tmp: $left"
 exec 9>&- 10>&-
@@ -246,7 +242,7 @@ exec 9>&- 10>&-
 # -- 7. a full peaks folder
 step "7. a full peaks folder"
 if [ "$(id -u)" -eq 0 ]; then
-	as_os mkdir -p "$data/heapprof/peaks"
+	as_pg mkdir -p "$data/heapprof/peaks"
 	mount -t tmpfs -o size=4k,mode=0700,uid="$(id -u "$HP_OSUSER")",gid="$(id -g "$HP_OSUSER")" tmpfs "$data/heapprof/peaks"
 	mounted=$data/heapprof/peaks
 	session 11
@@ -279,11 +275,10 @@ rm -f "$w/go"
 bg_nofds gdb -p "$s1" -batch -ex 'break renameat2' -ex continue \
 	-ex "shell touch $w/held; while [ ! -e $w/go ]; do sleep 0.1; done" -ex continue > "$w/gdb.drop" 2>&1 &
 gdbpid=$!
-for _ in $(seq 100); do grep -q '^Breakpoint 1 at' "$w/gdb.drop" && break; sleep 0.1; done
+wait_for "gdb's breakpoint" 10 grep -q '^Breakpoint 1 at' "$w/gdb.drop" || fail "drop: gdb: $(cat "$w/gdb.drop")"
 sleep 0.5
 echo "SELECT heapprof_drop_snapshot('hp_x');" >&12
-for _ in $(seq 100); do [ -e "$w/held" ] && break; sleep 0.1; done
-[ -e "$w/held" ] || fail "drop: gdb did not hold the first drop: $(cat "$w/gdb.drop")"
+wait_for "gdb to hold the first drop" 10 test -e "$w/held" || fail "drop: gdb did not hold the first drop: $(cat "$w/gdb.drop")"
 PGUSER=hp_bob q -c "SELECT heapprof_drop_snapshot('hp_x')" >/dev/null
 PGUSER=hp_alice q -c "SELECT heapprof_snapshot('hp_x', persist => true) >= 0" >/dev/null
 touch "$w/go"
@@ -301,13 +296,12 @@ step "9. a FIFO and a hard link planted at a request's files"
 session 13
 pid=$spid
 ckpt=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")
-as_os mkfifo "$data/base/pgsql_tmp/pgsql_tmp$pid.heapprof.remote.0.ids"
-as_os sh -c "echo precious > '$data/hp_victim'"
+as_pg mkfifo "$data/base/pgsql_tmp/pgsql_tmp$pid.heapprof.remote.0.ids"
+as_pg sh -c "echo precious > '$data/hp_victim'"
 # the session's dumps are numbered in order: remote.0, then self.1
-as_os ln "$data/hp_victim" "$data/base/pgsql_tmp/pgsql_tmp$pid.heapprof.self.1"
+as_pg ln "$data/hp_victim" "$data/base/pgsql_tmp/pgsql_tmp$pid.heapprof.self.1"
 echo "SET heapprof.request_timeout = '5s'; SELECT heapprof_enable(); SELECT count(*) FROM heapprof_top(pid => $ckpt); SELECT count(*) FROM heapprof_top(); SELECT 'done';" >&13
-for _ in $(seq 300); do grep -q '^done$' "$w/out13" && break; sleep 0.1; done
-grep -q '^done$' "$w/out13" || fail "planted files: the session did not finish: $(cat "$w/out13")"
+wait_for "session 13's done" 30 grep -q '^done$' "$w/out13" || fail "planted files: the session did not finish: $(cat "$w/out13")"
 grep -q "ERROR" "$w/out13" || fail "planted files were used: $(cat "$w/out13")"
 [ "$(cat "$data/hp_victim")" = precious ] || fail "a hard link planted in base/pgsql_tmp was written through"
 timeout 20 psql -X -q -d postgres -c "CHECKPOINT" || fail "the checkpointer hangs on a FIFO planted at a request's file"
@@ -325,7 +319,7 @@ session 14
 kill -9 "$spid"
 exec 14>&-
 sleep 1
-for _ in $(seq 300); do q -c "SELECT 1" >/dev/null 2>&1 && break; sleep 0.2; done
+wait_for "the server to come back" 60 up || fail "symlinked peaks folder: the server did not come back"
 [ -e "$w/elsewhere/123.heap" ] || fail "the crash restart swept through a symlinked peaks folder"
 rm "$data/heapprof/peaks"
 mv "$data/heapprof/peaks.real" "$data/heapprof/peaks"

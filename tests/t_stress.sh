@@ -12,14 +12,14 @@
 set -euo pipefail
 cd "$HP_TOP"
 . tests/lib.sh
-port=55434
+port=${PORT:-55434}
 start_cluster stress $port "prof:true,prof_active:false" \
 	"shared_preload_libraries = 'heapprof'" "max_connections = 100" \
 	"heapprof.dump_on_exit_threshold = '1MB'" "heapprof.max_dumps = 5"
 export $(cluster_env stress $port)
 log=$HP_SCRATCH/stress/server.log
 export PGOPTIONS="-c client_min_messages=warning"
-q() { PGOPTIONS="$PGOPTIONS -c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
+QOPTS="-c heapprof.dump_on_exit_threshold=-1"
 q -c "CREATE EXTENSION heapprof" -c "CREATE EXTENSION heapprof_test"
 started=$(q -c "SELECT pg_postmaster_start_time()")
 

@@ -18,14 +18,12 @@
 #    the code's evidence, jemalloc cut; one whose code does not match: refused;
 #  - a library whose symbol names lie outside its string table: no crash.
 set -euo pipefail
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
 report=$PWD/heapprof-report
-w=$(mktemp -d)
-trap 'rm -rf "$w"' EXIT
+w=$(scratch)
 src=tests/symbols
 cflags="-g -O2 -fno-omit-frame-pointer -fno-optimize-sibling-calls"
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 cc $cflags -fPIC -shared $src/tlib.c -o "$w/libtlib.so"
 cc $cflags -fPIE -pie -rdynamic $src/tprog.c -L"$w" -ltlib -ljemalloc -Wl,-rpath,"$w" -o "$w/tprog"

@@ -24,16 +24,14 @@ set -euo pipefail
 # released scripts are never edited, every change is a new update script
 released="heapprof--1.0.sql 7f8ab3f0cddcf049ab687d98c44afdc3913c18b9 b660d19cf92d49e7eb42e30cc553d35bacb1f748097a59c58f7df98be5bd6a7d
 heapprof--1.0--1.1.sql 4680a73 1bab6e3e018e6ad09a06308e394436bb3afe23a4a16cf31672a3ee5b9c320540"
-q() { psql -X -q -At -d "${DB:-postgres}" -v ON_ERROR_STOP=1 "$@"; }
-fail() { echo "$*"; exit 1; }
-w=$(mktemp -d)
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+w=$(scratch)
 cleanup() {
 	q -c "DROP DATABASE IF EXISTS hp_up_old" -c "DROP DATABASE IF EXISTS hp_up_mid" \
 	  -c "DROP DATABASE IF EXISTS hp_up_new" -c "DROP ROLE IF EXISTS hp_up_role" >/dev/null 2>&1 || true
 	[ -n "${HP_KEEP:-}" ] && cp "$w/fresh" "$HP_KEEP"
-	rm -rf "$w"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 ext=$("${PG_CONFIG:-pg_config}" --sharedir)/extension
 installed=$ext/heapprof--1.0.sql

@@ -5,14 +5,12 @@
  * so a dump saved with heapprof_dump_raw() (or written by any jemalloc
  * process on this machine) can be read offline and compared with jeprof.
  */
-#include "engine/report.h"
-#include "fetch.h"
+#include "cli_engine.h"
 #include "fold_names.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +54,6 @@ usage(FILE *f)
 			"fetched by the build-ids the dump recorded (debuginfod, bounded timeouts).\n");
 }
 
-/* debuginfod, when DEBUGINFOD_URLS names servers */
-static hp_fetch *fetch;
-
 static char *
 read_file(const char *path, size_t *len)
 {
@@ -101,28 +96,6 @@ read_file(const char *path, size_t *len)
 	fclose(f);
 	*len = n;
 	return buf;
-}
-
-/*
- * The engine's environment: malloc, and an error is a message naming the
- * dump, then exit status 1 (a malformed dump, memory).
- */
-static const char *dump_path;
-
-static void
-env_error(void *ctx, hp_status code, const char *message)
-{
-	(void) ctx;
-	(void) code;
-	fprintf(stderr, "heapprof-report: %s: %s\n", dump_path, message);
-	exit(1);
-}
-
-static bool
-env_match(void *ctx, void *pattern, const char *s)
-{
-	(void) ctx;
-	return regexec(pattern, s, 0, NULL, 0) == 0;
 }
 
 /* One object's identity verdict, to the FILE arg: "# identity OBJECT: EVIDENCE [MISMATCH]" */
@@ -169,7 +142,7 @@ elapsed_ms(const struct timespec *t0)
  * later reports.  r is replaced by the warm run's result.
  */
 static void
-print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
+print_stats(hp_arena *a, const hp_cli_engine *e, const char *dump, size_t len,
 			const char *base, size_t base_len,
 			const hp_options *o, hp_report_kind kind, hp_result *r)
 {
@@ -180,8 +153,8 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 
 	if (cold == NULL)
 		return;
-	if (fetch)
-		hp_fetch_attach(fetch, cold);
+	if (e->fetch)
+		hp_fetch_attach(e->fetch, cold);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	hp_analyze(a, cold, dump, len, base, base_len, o, kind, SIZE_MAX, r);
 	cold_ms = elapsed_ms(&t0);
@@ -189,9 +162,9 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	hp_symbolizer_free(cold);
 	hp_arena_free(a);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	hp_analyze(a, s, dump, len, base, base_len, o, kind, SIZE_MAX, r);
+	hp_analyze(a, e->sym, dump, len, base, base_len, o, kind, SIZE_MAX, r);
 	warm_ms = elapsed_ms(&t0);
-	hp_symbolizer_verdicts(s, print_verdict, stderr);
+	hp_symbolizer_verdicts(e->sym, print_verdict, stderr);
 	fprintf(stderr, "stacks %zu, distinct addresses %zu, functions %zu\n"
 			"analysis cold %.1f ms, warm %.1f ms\n",
 			r->profile.nsamples, r->located.npcs, r->graph.nfuncs, cold_ms, warm_ms);
@@ -201,19 +174,15 @@ print_stats(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 static void *
 compile_arg(const char *pattern, const char *name)
 {
-	static regex_t re[2];
-	static int	n;
-	int			rc = regcomp(&re[n], pattern, REG_EXTENDED | REG_NOSUB);
+	char		msg[256];
+	void	   *re = hp_cli_regex(pattern, msg, sizeof(msg));
 
-	if (rc != 0)
+	if (re == NULL)
 	{
-		char		msg[256];
-
-		regerror(rc, &re[n], msg, sizeof(msg));
 		fprintf(stderr, "heapprof-report: invalid --%s regular expression \"%s\": %s\n", name, pattern, msg);
 		exit(2);
 	}
-	return &re[n++];
+	return re;
 }
 
 static double
@@ -230,8 +199,20 @@ fraction_arg(const char *s, const char *name)
 	return v;
 }
 
-int
-main(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct args
+{
+	hp_options	o;
+	hp_report_kind kind;
+	bool		symbols;		/* --symbols */
+	bool		stats;
+	const char *program;
+	const char *base_path;
+} args;
+
+/* The command line into a; exits on --help (0) and misuse (2). */
+static void
+parse_args(int argc, char **argv, args *a)
 {
 	static const struct option longopts[] = {
 		{"text", no_argument, NULL, 't'},
@@ -257,73 +238,58 @@ main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
-	hp_options	o = HP_OPTIONS_DEFAULT;
-	hp_report_kind kind = HP_REPORT_TEXT;
-	bool		symbols = false;
-	const char *program = NULL;
-	const char *base_path = NULL;
-	char	   *base = NULL;
-	size_t		base_len = 0;
-	bool		stats = false;
+	hp_options	defaults = HP_OPTIONS_DEFAULT;
 	int			c;
-	char	   *dump;
-	size_t		len;
-	hp_symbolizer *s;
-	hp_env		env = {
-		.alloc = hp_malloc,
-		.free = hp_free,
-		.error = env_error,
-		.match = env_match,
-	};
-	hp_arena	arena;
-	hp_result	r;
 
+	memset(a, 0, sizeof(*a));
+	a->o = defaults;
+	a->kind = HP_REPORT_TEXT;
 	/* SQL's default: charge memory to the callers of PostgreSQL's allocator */
-	o.fold = true;
-	o.fold_names = hp_postgres_allocator;
+	a->o.fold = true;
+	a->o.fold_names = hp_postgres_allocator;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1)
 	{
 		switch (c)
 		{
 			case 't':
-				kind = HP_REPORT_TEXT;
+				a->kind = HP_REPORT_TEXT;
 				break;
 			case 'd':
-				kind = HP_REPORT_DOT;
+				a->kind = HP_REPORT_DOT;
 				break;
 			case 'c':
-				kind = HP_REPORT_COLLAPSED;
+				a->kind = HP_REPORT_COLLAPSED;
 				break;
 			case 'y':
-				symbols = true;
-				kind = HP_REPORT_STACKS;
+				a->symbols = true;
+				a->kind = HP_REPORT_STACKS;
 				break;
 			case 'P':
-				kind = HP_REPORT_PPROF;
+				a->kind = HP_REPORT_PPROF;
 				break;
 			case 'G':
-				kind = HP_REPORT_FLAMEGRAPH;
+				a->kind = HP_REPORT_FLAMEGRAPH;
 				break;
 			case 'o':
-				o.measure = HP_INUSE_OBJECTS;
+				a->o.measure = HP_INUSE_OBJECTS;
 				break;
 			case 'B':
-				base_path = optarg;
+				a->base_path = optarg;
 				break;
 			case 'D':
-				o.drop_negative = true;
+				a->o.drop_negative = true;
 				break;
 			case 'b':
-				o.show_bytes = true;
+				a->o.show_bytes = true;
 				break;
 			case 'C':
-				o.by_cum = true;
+				a->o.by_cum = true;
 				break;
 			case 'f':
-				o.focus = o.focus ? o.focus : compile_arg(optarg, "focus");
+				a->o.focus = a->o.focus ? a->o.focus : compile_arg(optarg, "focus");
 				break;
 			case 'i':
-				o.ignore = o.ignore ? o.ignore : compile_arg(optarg, "ignore");
+				a->o.ignore = a->o.ignore ? a->o.ignore : compile_arg(optarg, "ignore");
 				break;
 			case 'n':
 				{
@@ -333,49 +299,64 @@ main(int argc, char **argv)
 					if (*optarg == '\0' || *end != '\0' || v < 1 || v > INT_MAX)
 					{
 						fprintf(stderr, "heapprof-report: --nodecount must be a positive integer\n");
-						return 2;
+						exit(2);
 					}
-					o.nodecount = (int) v;
+					a->o.nodecount = (int) v;
 					break;
 				}
 			case 'N':
-				o.nodefraction = fraction_arg(optarg, "nodefraction");
+				a->o.nodefraction = fraction_arg(optarg, "nodefraction");
 				break;
 			case 'E':
-				o.edgefraction = fraction_arg(optarg, "edgefraction");
+				a->o.edgefraction = fraction_arg(optarg, "edgefraction");
 				break;
 			case 'p':
-				program = optarg;
+				a->program = optarg;
 				break;
 			case 's':
-				stats = true;
+				a->stats = true;
 				break;
 			case 'F':
-				o.fold = true;
-				o.fold_names = hp_postgres_allocator;
+				a->o.fold = true;
+				a->o.fold_names = hp_postgres_allocator;
 				break;
 			case 'U':
-				o.fold = false;
-				o.fold_names = NULL;
+				a->o.fold = false;
+				a->o.fold_names = NULL;
 				break;
 			case 'h':
 				usage(stdout);
-				return 0;
+				exit(0);
 			default:
 				usage(stderr);
-				return 2;
+				exit(2);
 		}
 	}
 	if (optind != argc - 1)
 	{
 		usage(stderr);
-		return 2;
+		exit(2);
 	}
-	o.program = program ? program : argv[optind];
+}
+
+int
+main(int argc, char **argv)
+{
+	args		a;
+	hp_options	o;
+	char	   *base = NULL;
+	size_t		base_len = 0;
+	char	   *dump;
+	size_t		len;
+	hp_cli_engine e;
+	hp_arena	arena;
+	hp_result	r;
+
+	parse_args(argc, argv, &a);
+	o = a.o;
+	o.program = a.program ? a.program : argv[optind];
 	/* the dumps it is made for are PostgreSQL's: its own frames warm in flame graphs */
 	o.home_object = "postgres";
-	dump_path = argv[optind];
-	env.ctx = &env;
 
 	dump = read_file(argv[optind], &len);
 	if (dump == NULL)
@@ -383,37 +364,32 @@ main(int argc, char **argv)
 		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", argv[optind], strerror(errno));
 		return 1;
 	}
-	if (base_path && (base = read_file(base_path, &base_len)) == NULL)
+	if (a.base_path && (base = read_file(a.base_path, &base_len)) == NULL)
 	{
-		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", base_path, strerror(errno));
+		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", a.base_path, strerror(errno));
 		free(dump);
 		return 1;
 	}
-	fetch = hp_fetch_open("heapprof-report");
-	s = hp_symbolizer_new();
-	if (s == NULL)
+	if (!hp_cli_engine_open(&e, "heapprof-report", ""))
 	{
-		hp_fetch_close(fetch);
-		fprintf(stderr, "heapprof-report: could not start the elfutils symbolizer\n");
 		free(dump);
+		free(base);
 		return 1;
 	}
-	if (fetch)
-		hp_fetch_attach(fetch, s);
-	hp_arena_init(&arena, &env);
-	hp_analyze(&arena, s, dump, len, base, base_len, &o, kind, SIZE_MAX, &r);
-	if (stats)
-		print_stats(&arena, s, dump, len, base, base_len, &o, kind, &r);
-	if (symbols)
+	e.subject = argv[optind];
+	hp_arena_init(&arena, &e.env);
+	hp_analyze(&arena, e.sym, dump, len, base, base_len, &o, a.kind, SIZE_MAX, &r);
+	if (a.stats)
+		print_stats(&arena, &e, dump, len, base, base_len, &o, a.kind, &r);
+	if (a.symbols)
 	{
 		print_symbols(&r.located, &r.graph);
-		hp_symbolizer_verdicts(s, print_verdict, stdout);
+		hp_symbolizer_verdicts(e.sym, print_verdict, stdout);
 	}
 	else
 		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
 	hp_arena_free(&arena);
-	hp_symbolizer_free(s);
-	hp_fetch_close(fetch);
+	hp_cli_engine_close(&e);
 	free(dump);
 	free(base);
 	return 0;

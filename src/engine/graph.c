@@ -1,14 +1,15 @@
 /*
  * graph.c -- from located stacks to functions and paths (see graph.h).
  *
- * Each profile (the current one, and a base to subtract) comes with its own
- * located addresses; its stacks lose the allocator's frames (jemalloc's, and
- * folded ones, by name or by the profile's recorded fold starts), become
- * paths of function names and are added with sign +1 or -1.  Then the total
- * is taken, focus / ignore applied, and every path reduced to flat (its leaf
- * function) and cum (each function on it once).
+ * Each profile (the current one, and a base) comes with its own located
+ * addresses; its stacks lose the allocator's frames (jemalloc's, and folded
+ * ones, by name or by the profile's recorded fold starts), become sequences
+ * of functions and are combined by identity (combine.h), the base with
+ * weight -1 (0 when joined).  Then the total is taken, focus / ignore
+ * applied, and every path reduced to flat (its leaf function) and cum (each
+ * function on it once).
  */
-#include "graph.h"
+#include "combine.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -23,10 +24,7 @@ typedef struct builder
 	hp_env	   *env;
 	hp_graph   *g;
 	const hp_options *o;
-	hp_map		funcs;			/* name -> function index */
-	size_t		funcs_cap;
-	hp_map		paths;			/* function sequence -> path index */
-	size_t		paths_cap;
+	hp_combiner c;
 } builder;
 
 /* What one profile's located addresses are in the graph. */
@@ -43,27 +41,22 @@ typedef struct pc_table
 static uint32_t
 intern_func(builder *b, const char *name, const hp_symbol *sym, uint32_t k)
 {
-	hp_graph   *g = b->g;
 	bool		added;
-	size_t		f = hp_map_put(&b->funcs, name, strlen(name), &added);
+	uint32_t	f = hp_combine_func(&b->c, name, &added);
+	hp_func    *fn = &b->g->funcs[f];
 	int			line;
 	const char *file = hp_symbol_location(sym, k, &line);
 
 	if (added)
-	{
-		HP_RESERVE(b->a, g->funcs, b->funcs_cap, f);
-		g->funcs[f].name = name;
-		g->funcs[f].object = sym->object;
-		g->nfuncs = f + 1;
-	}
-	if (g->funcs[f].location == NULL && file)
+		fn->object = sym->object;
+	if (fn->location == NULL && file)
 	{
 		char		buf[4096];
 
 		snprintf(buf, sizeof(buf), "%s:%d", file, line);
-		g->funcs[f].location = hp_strdup(b->a, buf);
+		fn->location = hp_strdup(b->a, buf);
 	}
-	return (uint32_t) f;
+	return f;
 }
 
 static bool
@@ -194,28 +187,24 @@ pc_index(builder *b, const pc_table *t, uint64_t pc)
 }
 
 /*
- * Add p's stacks with the given sign: cut everything leafward of the
- * rootmost allocator or folded frame, expand the rest into functions and
- * sum by function sequence.
+ * Add p's stacks as input i: cut everything leafward of the rootmost
+ * allocator or folded frame, expand the rest into functions and combine.
  */
 static void
-add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
+add_stacks(builder *b, const hp_profile *p, const pc_table *t, uint32_t i)
 {
 	hp_arena   *a = b->a;
-	hp_graph   *g = b->g;
 	uint32_t   *seq = NULL;
 	size_t		cap = 0;
 	size_t	   *idx = NULL;
 	size_t		idx_cap = 0;
 
-	for (size_t i = 0; i < p->nsamples; i++)
+	for (size_t s = 0; s < p->nsamples; s++)
 	{
-		const hp_sample *smp = &p->samples[i];
+		const hp_sample *smp = &p->samples[s];
 		size_t		keep = 0;
 		size_t		n = 0;
 		uint8_t		m = 0;
-		size_t		k;
-		bool		added;
 
 		hp_work(b->env, smp->npcs + 1);
 		if (smp->npcs > 0)
@@ -239,32 +228,7 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 				seq[n++] = t->funcs[u];
 			}
 		}
-		if (n > UINT32_MAX)
-			hp_fail(b->env, HP_ELIMIT, "a stack of the heap profile has too many frames");
-		/* the labels end the key: the same functions of two statements are two paths */
-		HP_RESERVE(a, seq, cap, n + 3);
-		seq[n] = smp->labels;
-		seq[n + 1] = smp->labels & HP_HAS_CONTEXT ? smp->context : 0;
-		seq[n + 2] = smp->labels & HP_HAS_QUERY ? (uint32_t) (smp->queryid >> 32) : 0;
-		seq[n + 3] = smp->labels & HP_HAS_QUERY ? (uint32_t) smp->queryid : 0;
-		k = hp_map_put(&b->paths, seq, (n + 4) * sizeof(uint32_t), &added);
-		if (added)
-		{
-			HP_RESERVE(a, g->paths, b->paths_cap, k);
-			g->paths[k].frames = hp_alloc(a, (n + 1) * sizeof(uint32_t));
-			if (n)				/* seq is NULL for a path with no frame left */
-				memcpy(g->paths[k].frames, seq, n * sizeof(uint32_t));
-			g->paths[k].nframes = (uint32_t) n;
-			g->paths[k].labels = smp->labels;
-			g->paths[k].context = seq[n + 1];
-			g->paths[k].queryid = (uint64_t) seq[n + 2] << 32 | seq[n + 3];
-			g->npaths = k + 1;
-		}
-		g->paths[k].match |= m;
-		g->paths[k].bytes += sign * smp->bytes;
-		g->paths[k].objs += sign * smp->objs;
-		if (sign > 0)
-			g->paths[k].current += b->o->measure == HP_INUSE_OBJECTS ? smp->objs : smp->bytes;
+		hp_combine_labelled(&b->c, i, seq, n, m, smp->bytes, smp->objs, smp);
 	}
 }
 
@@ -302,6 +266,7 @@ reduce(hp_arena *a, hp_graph *g)
 static void
 finish(hp_arena *a, const hp_options *o, hp_graph *g)
 {
+	int			objects = o->measure == HP_INUSE_OBJECTS;
 	size_t		kept = 0;
 
 	for (size_t k = 0; k < g->npaths; k++)
@@ -309,11 +274,13 @@ finish(hp_arena *a, const hp_options *o, hp_graph *g)
 		hp_path    *path = &g->paths[k];
 
 		hp_work(a->env, 1);
+		path->current = path->input ? path->input[objects] :
+			objects ? path->objs : path->bytes;
 		if (o->drop_negative && path->bytes < 0)
 			path->bytes = 0;
 		if (o->drop_negative && path->objs < 0)
 			path->objs = 0;
-		path->value = o->measure == HP_INUSE_OBJECTS ? path->objs : path->bytes;
+		path->value = objects ? path->objs : path->bytes;
 		g->total += path->value;
 	}
 	for (size_t k = 0; k < g->npaths; k++)
@@ -333,30 +300,29 @@ hp_build_graph(hp_arena *a, const hp_profile *p, const hp_located *pl,
 			   const hp_profile *base, const hp_located *bl,
 			   const hp_options *o, hp_graph *g)
 {
+	const double weights[] = {1, o->join_base ? 0 : -1};
 	builder		b;
 	pc_table	cur;
 	pc_table	old;
 
-	memset(g, 0, sizeof(*g));
 	memset(&b, 0, sizeof(b));
 	b.a = a;
 	b.env = a->env;
 	b.g = g;
 	b.o = o;
+	hp_combine_init(&b.c, a, weights, base ? 2 : 1, g);
 	if (p->nsamples > UINT32_MAX - 1 || (base && base->nsamples > UINT32_MAX - 1))
 		hp_fail(a->env, HP_ELIMIT, "too many stacks in the heap profile");
-	hp_map_init(&b.funcs, a);
-	hp_map_init(&b.paths, a);
 
 	/* the current profile first: its functions and paths come first */
 	classify_pcs(&b, p, pl, &cur);
-	add_stacks(&b, p, &cur, 1);
+	add_stacks(&b, p, &cur, 0);
 	g->pc_first = cur.first;
 	g->pc_funcs = cur.funcs;
 	if (base)
 	{
 		classify_pcs(&b, base, bl, &old);
-		add_stacks(&b, base, &old, -1);
+		add_stacks(&b, base, &old, 1);
 	}
 
 	finish(a, o, g);
@@ -366,47 +332,21 @@ void
 hp_graph_from_stacks(hp_arena *a, const hp_named_stack *s, size_t n,
 					 const hp_options *o, hp_graph *g)
 {
-	builder		b;
-	hp_symbol	nosym;
+	static const double weights[] = {1, -1};
+	hp_combiner c;
 	uint32_t   *seq = NULL;
 	size_t		cap = 0;
 
-	memset(g, 0, sizeof(*g));
-	memset(&b, 0, sizeof(b));
-	memset(&nosym, 0, sizeof(nosym));
-	b.a = a;
-	b.env = a->env;
-	b.g = g;
-	b.o = o;
 	if (n > UINT32_MAX - 1)
 		hp_fail(a->env, HP_ELIMIT, "too many stacks to merge");
-	hp_map_init(&b.funcs, a);
-	hp_map_init(&b.paths, a);
+	hp_combine_init(&c, a, weights, 2, g);
 	for (size_t i = 0; i < n; i++)
 	{
-		double		sign = s[i].base ? -1 : 1;
-		bool		added;
-		size_t		k;
-
-		hp_work(a->env, s[i].nframes + 1);
 		if (s[i].nframes)
 			HP_RESERVE(a, seq, cap, s[i].nframes - 1);
 		for (uint32_t j = 0; j < s[i].nframes; j++)
-			seq[j] = intern_func(&b, s[i].frames[j], &nosym, 0);
-		k = hp_map_put(&b.paths, seq, s[i].nframes * sizeof(uint32_t), &added);
-		if (added)
-		{
-			HP_RESERVE(a, g->paths, b.paths_cap, k);
-			g->paths[k].frames = hp_alloc(a, (s[i].nframes + 1) * sizeof(uint32_t));
-			if (s[i].nframes)
-				memcpy(g->paths[k].frames, seq, s[i].nframes * sizeof(uint32_t));
-			g->paths[k].nframes = s[i].nframes;
-			g->npaths = k + 1;
-		}
-		g->paths[k].bytes += sign * s[i].bytes;
-		g->paths[k].objs += sign * s[i].objs;
-		if (!s[i].base)
-			g->paths[k].current += o->measure == HP_INUSE_OBJECTS ? s[i].objs : s[i].bytes;
+			seq[j] = hp_combine_func(&c, s[i].frames[j], NULL);
+		hp_combine_stack(&c, s[i].base ? 1 : 0, seq, s[i].nframes, 0, s[i].bytes, s[i].objs);
 	}
 	finish(a, o, g);
 }

@@ -44,6 +44,13 @@ typedef struct hp_options
 
 	/* with a base profile: negative differences count as 0 (jeprof's --drop_negative) */
 	bool		drop_negative;
+
+	/*
+	 * The base is joined, not subtracted (weight 0, see combine.h): values
+	 * are the profile's, and each path keeps the base's own sums in input[2]
+	 * and input[3] (a window of allocations and what was freed by its end).
+	 */
+	bool		join_base;
 	int			nodecount;
 	double		nodefraction;
 	double		edgefraction;
@@ -94,19 +101,20 @@ typedef struct hp_func
 /*
  * A call path after the allocator's frames are cut: the functions on it,
  * leaf first, with functions inlined at an address before the function they
- * are inlined into.  Stacks with the same functions are one path, so a
- * profile minus a base is taken per symbolized stack: a base from another
- * process, with other addresses, still compares.
+ * are inlined into.  Stacks with the same functions and labels are one
+ * path, however many inputs they come from (combine.h).
  */
 typedef struct hp_path
 {
 	uint32_t   *frames;			/* function indexes */
 	uint32_t	nframes;
 	uint8_t		match;			/* 1: a frame matches focus; 2: one matches ignore */
-	double		bytes;
+	double		bytes;			/* the inputs' own, weighted: profile minus base */
 	double		objs;
 	double		value;			/* bytes or objs, as measured */
-	double		current;		/* the measure in the profile alone, before any base */
+	double		current;		/* the measure in input 0 alone: the profile, before any base */
+	/* input i's own bytes and objs, input[2 i] and input[2 i + 1]; NULL with one input */
+	double	   *input;
 	uint8_t		labels;			/* its samples' labels (profile.h): paths differ by them too */
 	uint32_t	context;		/* the current profile's contexts[context] */
 	uint64_t	queryid;
@@ -133,9 +141,10 @@ typedef struct hp_graph
 } hp_graph;
 
 /*
- * p with its located addresses pl; base (NULL if none) with bl: every value
- * is then profile minus base per path.  Each profile folds with its own
- * recorded fold starts.  Errors (bounds) are raised through a->env.
+ * p with its located addresses pl (input 0); base (NULL if none) with bl
+ * (input 1): every value is then profile minus base per path, or the
+ * profile's with o->join_base.  Each profile folds with its own recorded
+ * fold starts.  Errors (bounds) are raised through a->env.
  */
 extern void hp_build_graph(hp_arena *a, const hp_profile *p, const hp_located *pl,
 						   const hp_profile *base, const hp_located *bl,
@@ -153,8 +162,8 @@ typedef struct hp_named_stack
 
 /*
  * The graph of stacks named, cut and filtered elsewhere (heapprof_stacks rows
- * of several processes, pg_heapprof --merge): summed per function sequence,
- * base stacks subtracted, as hp_build_graph does with a base.  Functions
+ * of several processes, pg_heapprof --merge): combined with weight 1, base
+ * stacks (input 1) with -1, as hp_build_graph does with a base.  Functions
  * have no location or object, and pc_first / pc_funcs are NULL.
  */
 extern void hp_graph_from_stacks(hp_arena *a, const hp_named_stack *s, size_t n,

@@ -27,6 +27,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 {
 	hp_profile	old;
 	hp_located	old_located;
+	bool		diff = base && !o->join_base;
 
 	memset(r, 0, sizeof(*r));
 	hp_buf_init(&r->text, a);
@@ -34,9 +35,9 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	read_profile(a, dump, len, "", &r->profile);
 	if (base)
 		read_profile(a, base, base_len, "base profile: ", &old);
-	/* labels split paths only where the report shows them */
+	/* labels split paths only where the report shows them (a window's rows have no label columns) */
 	hp_labels_prepare(a, &r->profile, base ? &old : NULL, o,
-					  kind == HP_REPORT_STACKS || kind == HP_REPORT_PPROF ||
+					  (kind == HP_REPORT_STACKS && !o->join_base) || kind == HP_REPORT_PPROF ||
 					  kind == HP_REPORT_QUERIES || o->group_by != HP_GROUP_FUNCTION);
 	if (kind == HP_REPORT_QUERIES)
 	{
@@ -49,7 +50,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 		hp_symbolize_profile(a, s, &old, &old_located);
 	hp_build_graph(a, &r->profile, &r->located, base ? &old : NULL,
 				   base ? &old_located : NULL, o, &r->graph);
-	if (!base)
+	if (!diff)
 	{
 		r->graph.coverage = r->profile.coverage;
 		for (size_t i = 0; i < r->profile.nsamples; i++)
@@ -75,7 +76,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 		case HP_REPORT_QUERIES:
 			break;
 		case HP_REPORT_FLAMEGRAPH:
-			hp_render_flamegraph(a, &r->graph, o, o->program, base != NULL, &r->text);
+			hp_render_flamegraph(a, &r->graph, o, o->program, diff, &r->text);
 			break;
 		case HP_REPORT_PPROF:
 			hp_render_pprof(a, &r->profile, &r->located, &r->graph, o, &r->text);

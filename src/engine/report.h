@@ -35,7 +35,8 @@ typedef struct hp_result
 } hp_result;
 
 /*
- * base (NULL if none) is subtracted per symbolized stack; see graph.h.
+ * base (NULL if none) is subtracted per symbolized stack, or joined with
+ * o->join_base; see graph.h.
  * Every failure -- a malformed dump or base ("base profile: ..."), memory,
  * the symbolizer, zlib -- is raised through a->env and does not return.
  */

@@ -250,6 +250,61 @@ sym_dwarf_chain(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
 }
 
 void
+sym_dwarf_export(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t elf_bias, hpx_writer *w)
+{
+	Dwarf_Addr	bias;
+	Dwarf	   *dw = dwfl_module_getdwarf(mod, &bias);
+	Dwarf_Die  *cu = NULL;
+	uint64_t	ncu = 0;
+
+	if (dw == NULL)
+		return;
+	/* the index counts from the object's load bias, DWARF from its own */
+	while ((cu = dwfl_module_nextcu(mod, cu, &bias)) != NULL)
+	{
+		uint64_t	shift = bias - elf_bias;
+		sym_cu	   *ci = cu_lookup(env, cus, cu);
+		Dwarf_Lines *lines;
+		size_t		nlines = 0;
+
+		ncu++;
+		for (int d = 0; ci && d < SYM_MAX_INLINE_DEPTH; d++)
+			for (size_t i = 0; i < ci->nlevel[d]; i++)
+			{
+				const fn_range *r = &ci->level[d][i];
+				sym_level	lv = {NULL, NULL, 0};
+				Dwarf_Die	die;
+
+				hp_work(env, 1);
+				if (dwarf_offdie(dw, r->die, &die) == NULL)
+					continue;
+				lv.name = die_name(&die);
+				if (d > 0)
+					call_site(cu, &die, &lv);
+				hpx_add_inline(w, d, r->lo + shift, r->hi + shift, r->die,
+							   lv.name, lv.call_file, lv.call_line);
+			}
+		if (dwarf_getsrclines(cu, &lines, &nlines) != 0)
+			continue;
+		for (size_t i = 0; i < nlines; i++)
+		{
+			Dwarf_Line *l = dwarf_onesrcline(lines, i);
+			Dwarf_Addr	addr;
+			bool		end = false;
+			int			line = 0;
+
+			hp_work(env, 1);
+			if (l == NULL || dwarf_lineaddr(l, &addr) != 0)
+				continue;
+			dwarf_lineendsequence(l, &end);
+			dwarf_lineno(l, &line);
+			hpx_add_line(w, addr + shift, end, dwarf_linesrc(l, NULL, NULL), line,
+						 (ncu << 32) | i);
+		}
+	}
+}
+
+void
 sym_dwarf_free(sym_cus *cus)
 {
 	for (size_t i = 0; i < cus->nslots; i++)

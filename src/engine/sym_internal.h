@@ -22,6 +22,7 @@
 #define HEAPPROF_SYM_INTERNAL_H
 
 #include "symbolize.h"
+#include "symindex.h"
 
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
@@ -124,6 +125,13 @@ typedef struct sym_level
  */
 extern int	sym_dwarf_chain(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
 							sym_level levels[SYM_MAX_INLINE_DEPTH]);
+/*
+ * Every CU's function and inlined-call ranges, with their names and call
+ * sites, and line rows, into w in addresses from the object's load bias
+ * elf_bias.  CUs are indexed into cus as lookups would.
+ */
+extern void sym_dwarf_export(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t elf_bias,
+							 hpx_writer *w);
 extern void sym_dwarf_free(sym_cus *cus);
 
 /* sym_names.c: the demangler's buffer, reused. */

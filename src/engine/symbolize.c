@@ -18,6 +18,13 @@
  * Index builds poll the analysis' interrupt, which may longjmp out of them
  * (a cancelled query): a module's index is used only once marked ready, and
  * one found unfinished is built again from scratch.
+ *
+ * With an index store (hp_symbolizer_store), a module whose file has a
+ * build-id is named from that object's index file (symindex.h), mapped
+ * read-only and shared by every process: neither its symbols nor its DWARF
+ * are read.  Without a usable one, the module is indexed here as before,
+ * and the whole object -- every CU -- is written as its index once, for the
+ * next processes.
  */
 #include "sym_internal.h"
 
@@ -59,6 +66,10 @@ struct mod_index
 	bool		keyed;
 	struct stat st;
 	mod_index  *same;			/* a module of the same file, whose indexes are used */
+	/* the object's shared index, when mapped: then syms, fdes, cus stay empty */
+	const void *map;
+	size_t		maplen;
+	hp_symindex sx;
 	sym_symbols syms;
 	sym_fdes	fdes;
 	sym_cus		cus;
@@ -75,7 +86,10 @@ struct hp_symbolizer
 	size_t		index_bytes;
 	bool		removed;		/* a module went at the last report */
 	hp_fetcher	fetcher;	/* all NULL: local files only */
+	hp_index_store store;		/* map NULL: no shared indexes */
 };
+
+static hp_index_counts counts;
 
 static char *debuginfo_path;
 
@@ -203,6 +217,9 @@ account(hp_symbolizer *s, mod_index *ix)
 static void
 clear_index(mod_index *ix)
 {
+	if (ix->map)
+		ix->s->store.unmap(ix->s->store.arg, ix->map, ix->maplen);
+	ix->map = NULL;
 	sym_elf_free(&ix->syms);
 	sym_ehframe_free(&ix->fdes);
 	sym_dwarf_free(&ix->cus);
@@ -596,9 +613,126 @@ same_file(hp_symbolizer *s, mod_index *ix, const char *file, hp_env *env)
 	return f.found;
 }
 
-static mod_index *
-module_index(hp_symbolizer *s, Dwfl_Module *mod, hp_env *env)
+/* The file's GNU build-id (libelf's memory), or 0. */
+static size_t
+file_build_id(Elf *elf, const uint8_t **id)
 {
+	const void *bits;
+	ssize_t		len = dwelf_elf_gnu_build_id(elf, &bits);
+
+	*id = bits;
+	return len > 0 && len <= 64 ? (size_t) len : 0;
+}
+
+/*
+ * Is the object's debug file where a debug-info package installs it
+ * (/usr/lib/debug/.build-id/NN/REST.debug)?  An index written before it was
+ * installed is written again, so that installing it names the code.
+ */
+static bool
+debug_file_installed(const uint8_t *id, size_t idlen)
+{
+	char		path[64 + 2 * 64 + 8] = "/usr/lib/debug/.build-id/";
+	size_t		n = strlen(path);
+	struct stat st;
+
+	if (idlen < 2)
+		return false;
+	for (size_t i = 0; i < idlen; i++)
+	{
+		n += (size_t) snprintf(path + n, sizeof(path) - n, "%02x", id[i]);
+		if (i == 0)
+			path[n++] = '/';
+	}
+	snprintf(path + n, sizeof(path) - n, ".debug");
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Map the object's index from the store; false when there is no usable one. */
+static bool
+map_index(hp_symbolizer *s, mod_index *ix)
+{
+	const uint8_t *id;
+	size_t		idlen = file_build_id(ix->elf, &id);
+	bool		refused = false;
+
+	if (s->store.map == NULL || idlen == 0)
+		return false;
+	ix->map = s->store.map(s->store.arg, id, idlen, &ix->maplen, &refused);
+	if (ix->map && hp_symindex_open(&ix->sx, ix->map, ix->maplen, id, idlen) &&
+		!((ix->sx.flags & HPX_NO_DEBUG_INFO) && debug_file_installed(id, idlen)))
+	{
+		counts.hits++;
+		return true;
+	}
+	if (ix->map)
+	{
+		s->store.unmap(s->store.arg, ix->map, ix->maplen);
+		ix->map = NULL;
+		refused = true;
+	}
+	/* a refused file is replaced by the index written next */
+	if (refused)
+	{
+		counts.refused++;
+		s->store.discard(s->store.arg, id, idlen);
+	}
+	counts.misses++;
+	return false;
+}
+
+/*
+ * Write the object's whole index -- symbols, FDEs, every CU's lines and
+ * inline ranges -- from the module's own indexes, and give it to the store.
+ */
+static void
+write_index(hp_symbolizer *s, mod_index *ix, hp_arena *a)
+{
+	const uint8_t *id;
+	size_t		idlen = file_build_id(ix->elf, &id);
+	hpx_writer	w;
+	void	   *buf;
+	size_t		len;
+
+	if (s->store.publish == NULL || idlen == 0)
+		return;
+	hpx_writer_init(&w, a);
+	if (ix->syms.defines_mallctl)
+		w.flags |= HPX_DEFINES_MALLCTL;
+	if (dwfl_module_getdwarf(ix->mod, &(Dwarf_Addr) {0}) == NULL)
+		w.flags |= HPX_NO_DEBUG_INFO;
+	for (size_t i = 0; i < ix->syms.nsyms; i++)
+	{
+		const sym_range *r = &ix->syms.syms[i];
+
+		hp_work(a->env, 1);
+		hpx_add_sym(&w, false, r->lo - ix->bias, r->hi - ix->bias, r->name, r->rank);
+	}
+	for (size_t i = 0; i < ix->syms.nlabels; i++)
+	{
+		const sym_range *r = &ix->syms.labels[i];
+
+		hp_work(a->env, 1);
+		hpx_add_sym(&w, true, r->lo - ix->bias, r->hi - ix->bias, r->name, r->rank);
+	}
+	for (size_t i = 0; i < ix->fdes.n; i++)
+	{
+		hp_work(a->env, 1);
+		hpx_add_fde(&w, ix->fdes.v[i].lo, ix->fdes.v[i].hi);
+	}
+	sym_dwarf_export(a->env, &ix->cus, ix->mod, ix->bias, &w);
+	account(s, ix);
+	if ((buf = hpx_finish(&w, id, idlen, &len)) != NULL)
+	{
+		s->store.publish(s->store.arg, id, idlen, buf, len);
+		counts.built++;
+	}
+}
+
+static mod_index *
+module_index(hp_symbolizer *s, Dwfl_Module *mod, hp_arena *a)
+{
+	hp_env	   *env = a->env;
 	void	  **slot;
 	Dwarf_Addr	low = 0;
 	Dwarf_Addr	high = 0;
@@ -654,15 +788,22 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod, hp_env *env)
 		ix->bias = bias;
 		ix->elf = elf;
 		dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &file, NULL);
-		if ((ix->same = same_file(s, ix, file, env)) == NULL)
+		if ((ix->same = same_file(s, ix, file, env)) == NULL && !map_index(s, ix))
 		{
 			sym_elf_index(env, mod, &ix->syms);
 			sym_ehframe_index(env, elf, &ix->fdes);
+			write_index(s, ix, a);
 		}
 	}
 	ix->ready = true;
 	account(s, ix);
 	return ix;
+}
+
+static bool
+defines_mallctl(const mod_index *ix)
+{
+	return ix->map ? (ix->sx.flags & HPX_DEFINES_MALLCTL) != 0 : ix->syms.defines_mallctl;
 }
 
 /* Judge the module's file against the profile being analysed (see mod_index). */
@@ -689,7 +830,7 @@ judge(hp_symbolizer *s, Dwfl_Module *mod, mod_index *ix)
 	 */
 	ix->allocator = (s->id.allocator_base != 0 && ix->low == s->id.allocator_base) ||
 		strncmp(ix->object, "libjemalloc.so", strlen("libjemalloc.so")) == 0 ||
-		((ix->same ? ix->same : ix)->syms.defines_mallctl && ix->mismatch == NULL);
+		(defines_mallctl(ix->same ? ix->same : ix) && ix->mismatch == NULL);
 }
 
 typedef struct verdicts_arg
@@ -754,6 +895,69 @@ dwarf_frames(hp_symbolizer *s, mod_index *ix, uint64_t pc, hp_arena *a, hp_symbo
 	return true;
 }
 
+/* hp_symbolize's naming from the object's shared index; addr from ix's load bias. */
+static void
+indexed_symbol(hp_symbolizer *s, const hp_symindex *sx, uint64_t addr, mod_index *ix,
+			   hp_arena *a, hp_symbol *out)
+{
+	const hpx_line *line = hp_symindex_line(sx, addr);
+	const hpx_sym *sym = hp_symindex_sym(sx, addr);
+	const hpx_fde *fde = hp_symindex_fde(sx, addr);
+	const hpx_inline *lv[HPX_DEPTHS];
+	const char *name;
+	char		label[512];
+	int			k;
+
+	if (line)
+	{
+		const char *file = hp_symindex_str(sx, line->file);
+
+		out->line = line->line;
+		if (file)
+			out->file = hp_strdup(a, file);
+	}
+	if (sym == NULL)
+		sym = hp_symindex_label(sx, addr, fde ? fde->lo : UINT64_MAX);
+	if (sym && hp_symindex_str(sx, sym->name) == NULL)
+		sym = NULL;
+	out->start = sym ? sym->lo + ix->bias : fde ? fde->lo + ix->bias : 0;
+	if (line && (k = hp_symindex_chain(sx, addr, lv)) > 0 &&
+		(name = hp_symindex_str(sx, lv[0]->name)) != NULL)
+	{
+		out->name = sym_display_name(&s->names, a, name);
+		if (k > 1)
+		{
+			size_t		n = (size_t) (k - 1);
+
+			out->inlines = hp_alloc(a, n * sizeof(char *));
+			out->call_files = hp_alloc(a, n * sizeof(char *));
+			out->call_lines = hp_alloc(a, n * sizeof(int));
+			for (size_t i = 0; i < n; i++)
+			{
+				const hpx_inline *l = lv[n - i];
+				const char *in = hp_symindex_str(sx, l->name);
+				const char *cf = hp_symindex_str(sx, l->call_file);
+
+				out->inlines[i] = sym_display_name(&s->names, a, in ? in : "??");
+				out->call_files[i] = cf ? hp_strdup(a, cf) : NULL;
+				out->call_lines[i] = l->call_line;
+			}
+			out->ninlines = (uint32_t) n;
+		}
+		return;
+	}
+	if (sym)
+	{
+		out->name = sym_display_name(&s->names, a, hp_symindex_str(sx, sym->name));
+		return;
+	}
+	if (fde)
+		snprintf(label, sizeof(label), "%s+0x%llx", ix->object, (unsigned long long) fde->lo);
+	else
+		snprintf(label, sizeof(label), "%s+0x%llx", ix->object, (unsigned long long) addr);
+	out->name = hp_strdup(a, label);
+}
+
 void
 hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 {
@@ -767,7 +971,7 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 	char		label[512];
 
 	memset(out, 0, sizeof(*out));
-	ix = mod ? module_index(s, mod, a->env) : NULL;
+	ix = mod ? module_index(s, mod, a) : NULL;
 	if (ix == NULL)
 	{
 		/*
@@ -795,6 +999,11 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 
 	/* the same file at fx's place: the same offset from its load bias */
 	fx = ix->same ? ix->same : ix;
+	if (fx->map)
+	{
+		indexed_symbol(s, &fx->sx, pc - ix->bias, ix, a, out);
+		return;
+	}
 	fpc = pc - ix->bias + fx->bias;
 	line = dwfl_module_getsrc(fx->mod, fpc);
 	if (line)
@@ -828,4 +1037,16 @@ void
 hp_symbolizer_fetch(hp_symbolizer *s, const hp_fetcher *f)
 {
 	s->fetcher = *f;
+}
+
+void
+hp_symbolizer_store(hp_symbolizer *s, const hp_index_store *st)
+{
+	s->store = *st;
+}
+
+void
+hp_symbolizer_counts(hp_index_counts *c)
+{
+	*c = counts;
 }

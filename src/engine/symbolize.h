@@ -130,4 +130,39 @@ typedef struct hp_fetcher
  */
 extern void hp_symbolizer_fetch(hp_symbolizer *s, const hp_fetcher *f);
 
+/*
+ * Where objects' symbol indexes (symindex.h) are kept, by GNU build-id: map
+ * returns a read-only mapping of the index file and its length, or NULL
+ * (with *refused set when a file was there but not one to trust); the
+ * symbolizer checks the bytes itself and gives back through unmap what it
+ * mapped.  discard removes a file found unusable; publish keeps a new
+ * index's bytes (atomically: a reader sees a whole file or none).  Each may
+ * raise through the analysis' env.
+ */
+typedef struct hp_index_store
+{
+	const void *(*map) (void *arg, const uint8_t *id, size_t idlen, size_t *len, bool *refused);
+	void		(*unmap) (void *arg, const void *p, size_t len);
+	void		(*discard) (void *arg, const uint8_t *id, size_t idlen);
+	void		(*publish) (void *arg, const uint8_t *id, size_t idlen, const void *buf, size_t len);
+	void	   *arg;
+} hp_index_store;
+
+extern void hp_symbolizer_store(hp_symbolizer *s, const hp_index_store *st);
+
+/*
+ * This process's modules named from a shared index (hits), indexed on their
+ * own for want of one (misses; refused of them had a file that failed its
+ * checks), and indexes written (built).
+ */
+typedef struct hp_index_counts
+{
+	uint64_t	hits;
+	uint64_t	misses;
+	uint64_t	refused;
+	uint64_t	built;
+} hp_index_counts;
+
+extern void hp_symbolizer_counts(hp_index_counts *c);
+
 #endif

@@ -15,7 +15,8 @@
  * and building indexes is most of a cold report's time.  Its heap (libdwfl's
  * and the indexes) is measured with jemalloc's per-thread counters around
  * each analysis; above heapprof.symbol_cache_limit it is dropped after the
- * report.
+ * report.  It finds and keeps the objects' shared symbol indexes where
+ * symindex.c says.
  */
 #include "postgres.h"
 
@@ -35,6 +36,7 @@ static int	symbol_cache_limit_kb = 65536;
 static bool profile_self = false;
 
 static hp_symbolizer *symbolizer;
+static hp_index_store index_store;	/* map NULL: none */
 static int64 symbolizer_bytes;
 
 void
@@ -193,6 +195,7 @@ hpg_analyze(const StringInfo dump, const StringInfo base,
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("could not start the elfutils symbolizer")));
+	hp_symbolizer_store(symbolizer, &index_store);
 	/*
 	 * What the analysis left allocated, but for its own context, is the
 	 * symbolizer's: counted also when the analysis fails or is cancelled (its
@@ -224,6 +227,12 @@ hpg_analysis_end(hp_result *r)
 	MemoryContextDelete(((analysis *) r)->cxt);
 	if (symbolizer_bytes > (int64) symbol_cache_limit_kb * 1024)
 		drop_symbolizer();
+}
+
+void
+hpg_analysis_index_store(const hp_index_store *st)
+{
+	index_store = *st;
 }
 
 int64

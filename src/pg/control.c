@@ -24,9 +24,11 @@
 #include "process.h"
 #include "request.h"
 #include "shmem.h"
+#include "symindex.h"
 
 PG_FUNCTION_INFO_V1(heapprof_status);
 PG_FUNCTION_INFO_V1(heapprof_status_1_1);
+PG_FUNCTION_INFO_V1(heapprof_status_1_2);
 PG_FUNCTION_INFO_V1(heapprof_enable);
 PG_FUNCTION_INFO_V1(heapprof_disable);
 PG_FUNCTION_INFO_V1(heapprof_reset);
@@ -41,17 +43,20 @@ PG_FUNCTION_INFO_V1(heapprof_requests);
  * advice; 1.1 keeps hint for what profiling still needs (NULL when usable
  * with heapprof preloaded) and gives that advice in names_hint.  Each SQL
  * version has its own entry point: a database not yet updated keeps the
- * 1.0 definition when the library is new.
+ * 1.0 definition when the library is new.  1.2 adds the shared symbol
+ * indexes: the bytes of their folder, and this backend's modules named
+ * from one (hits) or indexed on its own (misses); NULL for another pid.
  */
 static Datum
-status_row(FunctionCallInfo fcinfo, bool names_column)
+status_row(FunctionCallInfo fcinfo, int sql_version)
 {
-	int			natts = names_column ? 15 : 14;
+	bool		names_column = sql_version >= 1;
+	int			natts = sql_version >= 2 ? 18 : names_column ? 15 : 14;
 	TupleDesc	tupdesc;
 	hpj_status	st;
 	char		version[64];
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	Datum		values[18];
+	bool		nulls[18] = {0};
 	hpg_peak	peak;
 	const char *hint;
 	const char *debug_hint;
@@ -104,6 +109,16 @@ status_row(FunctionCallInfo fcinfo, bool names_column)
 		values[13] = CStringGetTextDatum(hint);
 	else
 		nulls[13] = true;
+	if (sql_version >= 2)
+	{
+		hp_index_counts c;
+
+		hp_symbolizer_counts(&c);
+		values[15] = Int64GetDatum(hpg_symindex_bytes());
+		values[16] = Int64GetDatum((int64) c.hits);
+		values[17] = Int64GetDatum((int64) c.misses);
+		nulls[16] = nulls[17] = !p.self;
+	}
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -111,13 +126,19 @@ status_row(FunctionCallInfo fcinfo, bool names_column)
 Datum
 heapprof_status(PG_FUNCTION_ARGS)
 {
-	return status_row(fcinfo, false);
+	return status_row(fcinfo, 0);
 }
 
 Datum
 heapprof_status_1_1(PG_FUNCTION_ARGS)
 {
-	return status_row(fcinfo, true);
+	return status_row(fcinfo, 1);
+}
+
+Datum
+heapprof_status_1_2(PG_FUNCTION_ARGS)
+{
+	return status_row(fcinfo, 2);
 }
 
 /* heapprof_enable(pid integer DEFAULT NULL) */
@@ -267,7 +288,7 @@ heapprof_backends(PG_FUNCTION_ARGS)
 Datum
 heapprof_requests(PG_FUNCTION_ARGS)
 {
-	static const char *const ops[] = {"status", "enable", "disable", "reset", "dump", "record", "records"};
+	static const char *const ops[] = {"status", "enable", "disable", "reset", "dump", "window start", "window fetch"};
 	static const char *const states[] = {"free", "pending", "working", "done", "abandoned"};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	hpg_slot	copy[HPG_NSLOTS];

@@ -28,11 +28,11 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "capture.h"
 #include "compat.h"
 #include "exitdump.h"
 #include "files.h"
 #include "jemalloc.h"
+#include "myprofile.h"
 #include "peak.h"
 #include "store.h"
 #include "stored.h"

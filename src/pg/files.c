@@ -54,8 +54,6 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct 
 		why = "could not be examined";
 	else if (!S_ISREG(st->st_mode))
 		why = "is not a regular file";
-	else if (st->st_size > HPG_MAX_FILE_BYTES)
-		why = "is larger than 256 MB";
 	if (why)
 	{
 		CloseTransientFile(fd);
@@ -63,6 +61,15 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct 
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("heap profile \"%s\" %s", path, why),
 				 errhint("Remove or move the file; heapprof only writes regular files there.")));
+		return -1;
+	}
+	if (st->st_size > HPG_MAX_FILE_BYTES)
+	{
+		CloseTransientFile(fd);
+		ereport(elevel,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("heap profile \"%s\" is larger than 256 MB (" INT64_FORMAT " bytes)", path, (int64) st->st_size),
+				 errhint("Report on it off the server: copy the file and run heapprof-report on it.")));
 		return -1;
 	}
 	for (;;)

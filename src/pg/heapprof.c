@@ -7,8 +7,8 @@
  * exitdump.c, labels.c, request.c, peak.c, recording.c, statements.c) and
  * the SQL functions live with their purpose: control.c (status and switches),
  * reports.c (profiles as rows and values), snapshots.c, exitdump.c and
- * statements.c (stored profiles), objects.c (debug info of the loaded
- * objects).
+ * statements.c (profiles kept under a name), stored.c (any of them by name),
+ * objects.c (debug info of the loaded objects).
  *
  * The layers, each using only those below it, are drawn once, in
  * docs/architecture.md (tests/t_layers.sh checks them on the built objects).
@@ -23,17 +23,18 @@
 #include "analysis.h"
 #include "exitdump.h"
 #include "fold.h"
+#include "jemalloc.h"
 #include "labels.h"
 #include "peak.h"
 #include "recording.h"
-#include "jemalloc.h"
-#include "process.h"
 #include "request.h"
 #include "shmem.h"
 #include "snapshots.h"
-#include "store.h"
 #include "statements.h"
+#include "store.h"
+#include "symindex.h"
 #include "target.h"
+#include "values.h"
 
 PG_MODULE_MAGIC;
 
@@ -72,6 +73,7 @@ void
 _PG_init(void)
 {
 	hpg_analysis_init();
+	hpg_symindex_init();
 	hpg_exitdump_init();
 	hpg_request_init();
 	hpg_snapshots_init();

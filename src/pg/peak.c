@@ -39,9 +39,9 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "capture.h"
 #include "jemalloc.h"
 #include "labels.h"
+#include "myprofile.h"
 #include "peak.h"
 #include "recording.h"
 #include "store.h"

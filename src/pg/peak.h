@@ -4,16 +4,7 @@
 #ifndef HEAPPROF_PEAK_H
 #define HEAPPROF_PEAK_H
 
-#include "datatype/timestamp.h"
-
-typedef struct hpg_peak
-{
-	bool		available;		/* this process tracks its peak */
-	int64		bytes;			/* the most it held since profiling was enabled or reset */
-	int64		profile_bytes;	/* what it held when the peak profile was taken */
-	TimestampTz taken_at;		/* 0: no peak profile */
-	int			failed_errno;	/* the last attempt to write one failed with it; 0: it did not */
-} hpg_peak;
+#include "values.h"
 
 /* _PG_init: heapprof.track_peak and, in the postmaster, jemalloc's hook. */
 extern void hpg_peak_init(void);

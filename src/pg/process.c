@@ -15,10 +15,11 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "capture.h"
 #include "compat.h"
 #include "errors.h"
 #include "files.h"
+#include "myprofile.h"
+#include "peak.h"
 #include "process.h"
 #include "request.h"
 #include "store.h"
@@ -109,7 +110,7 @@ hpg_proc_dump(hpg_proc p, StringInfo out, bool identity)
 
 	if (p.self)
 	{
-		hpg_capture_self(out, identity);
+		hpg_my_profile(out, identity);
 		return;
 	}
 	/* the target writes both files; they are removed on every path */
@@ -236,7 +237,7 @@ hpg_proc_record(hpg_proc p, double seconds, StringInfo json, StringInfo ids, Str
 	hpg_answer	a;
 
 	Assert(!p.self);
-	hpg_request(p.pid, HPG_OP_RECORD, (int) (ms + RECORD_GRACE_MS), NULL, &a);
+	hpg_request(p.pid, HPG_OP_WINDOW_START, (int) (ms + RECORD_GRACE_MS), NULL, &a);
 	hpg_check_answer(p.pid, &a, "record its allocations");
 	if (!a.status.active)
 		ereport(NOTICE,
@@ -247,7 +248,7 @@ hpg_proc_record(hpg_proc p, double seconds, StringInfo json, StringInfo ids, Str
 	hpg_dump_path(path, sizeof(path), "records");
 	PG_TRY();
 	{
-		hpg_request(p.pid, HPG_OP_RECORDS, -1, path, &a);
+		hpg_request(p.pid, HPG_OP_WINDOW_FETCH, -1, path, &a);
 		hpg_check_file_answer(p.pid, &a, "its record of recent allocations", path);
 		*to = a.clock_ns;
 		hpg_read_file(path, json, false);

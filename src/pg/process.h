@@ -11,12 +11,7 @@
 #include "lib/stringinfo.h"
 
 #include "jemalloc.h"
-#include "peak.h"
-
-/* jemalloc.h's Unix microseconds and PostgreSQL's TimestampTz */
-#define HPG_UNIX_EPOCH_USECS ((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
-#define HPG_TIMESTAMP_OF_UNIX(us) ((TimestampTz) (us) - HPG_UNIX_EPOCH_USECS)
-#define HPG_UNIX_OF_TIMESTAMP(t) ((uint64) ((t) + HPG_UNIX_EPOCH_USECS))
+#include "values.h"
 
 typedef struct hpg_proc
 {

@@ -47,6 +47,14 @@ PG_FUNCTION_INFO_V1(heapprof_allocations);
 
 typedef void (*emit_fn) (FunctionCallInfo fcinfo, const hp_result *r);
 
+/* What a report is of, beyond what its arguments name. */
+typedef enum report_of
+{
+	OF_ARGS,					/* the profile the arguments name */
+	OF_PEAK,					/* its process's peak */
+	OF_WINDOW_FREED				/* a window, joined with what it freed by its end */
+} report_of;
+
 /*
  * Say why a report came out empty, from what is known rather than a guess:
  * the filter when it left nothing of a profile that holds something, the
@@ -229,10 +237,11 @@ get_profile(hpg_report_args *a, StringInfo dump, StringInfo freed)
 /*
  * Run the engine on the profile the arguments name and hand the result to
  * emit, which fills the function's tuplestore; without emit, the report's
- * text is returned as one value (a varlena: text or bytea) instead.
+ * text is returned as one value (a varlena: text or bytea) instead.  A base
+ * is subtracted; a window's freed part, with OF_WINDOW_FREED, joined.
  */
 static struct varlena *
-run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit, bool peak)
+run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit, report_of of)
 {
 	hpg_report_args a;
 	struct varlena *value = NULL;
@@ -244,7 +253,8 @@ run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit, bool peak
 	char	   *what;
 
 	hpg_report_args_get(fcinfo, kind, &a);
-	a.peak = a.peak || peak;
+	a.peak = a.peak || of == OF_PEAK;
+	a.o.join_base = of == OF_WINDOW_FREED;
 	a.o.home_object = "postgres";
 	if (emit)
 		InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -253,7 +263,7 @@ run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit, bool peak
 	hpg_unsampled_while_context();
 	initStringInfo(&dump);
 	initStringInfo(&base);
-	what = get_profile(&a, &dump, NULL);
+	what = get_profile(&a, &dump, a.o.join_base ? &base : NULL);
 	if (a.peak || a.seconds > 0)
 		a.o.program = psprintf("postgres, %s", what);
 	if (kind == HP_REPORT_FLAMEGRAPH)
@@ -261,7 +271,7 @@ run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit, bool peak
 			psprintf("heapprof: %s%s%s", what, a.base ? " minus " : "", a.base ? a.base : "");
 	if (a.base)
 		(void) hpg_stored_read(a.base, &base);
-	r = hpg_analyze(&dump, a.base ? &base : NULL, &a.o, kind, a.limit);
+	r = hpg_analyze(&dump, a.base || a.o.join_base ? &base : NULL, &a.o, kind, a.limit);
 	notice_if_empty(r, &a);
 	if (!a.peak && a.seconds == 0)
 		notice_if_partial(r);
@@ -366,8 +376,13 @@ emit_top(FunctionCallInfo fcinfo, const hp_result *r)
 	}
 }
 
+/*
+ * A row per stack, frames[1] = leaf: its bytes and objects and, for a window
+ * joined with what it freed (heapprof_allocations), how much of it was
+ * freed again by the window's end ("temporary": input 1's bytes).
+ */
 static void
-emit_stacks(FunctionCallInfo fcinfo, const hp_result *r)
+emit_paths(FunctionCallInfo fcinfo, const hp_result *r, bool temporary)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	const hp_graph *g = &r->graph;
@@ -379,24 +394,49 @@ emit_stacks(FunctionCallInfo fcinfo, const hp_result *r)
 		const hp_path *path = &g->paths[k];
 		Datum	   *frames = palloc(sizeof(Datum) * (path->nframes + 1));
 		const char *ctx = hp_labels_context(&r->profile, path);
-		Datum		values[5];
-		bool		nulls[5] = {0};
+		Datum		values[7];
+		bool		nulls[7] = {0};
+		int			n = 0;
 
 		CHECK_FOR_INTERRUPTS();
 		for (uint32 j = 0; j < path->nframes; j++)
 			frames[j] = SafeTextDatum(g->funcs[path->frames[j]].name);
 		/* the rows add up to the Total of the text report */
-		values[0] = Int64GetDatum(hp_whole_next(&bytes, path->bytes));
-		values[1] = Int64GetDatum(hp_whole_next(&objs, path->objs));
-		values[2] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
-		/* labels: the statement (as pg_stat_statements has it) and the memory context; 1.1 has no such columns */
-		values[3] = Int64GetDatum((int64) path->queryid);
-		nulls[3] = !(path->labels & HP_HAS_QUERY);
-		values[4] = ctx ? SafeTextDatum(ctx) : (Datum) 0;
-		nulls[4] = ctx == NULL;
+		values[n++] = Int64GetDatum(hp_whole_next(&bytes, path->bytes));
+		values[n++] = Int64GetDatum(hp_whole_next(&objs, path->objs));
+		if (temporary)
+		{
+			/* each part is unsampled on its own: a share cannot exceed the whole */
+			double		temp = Min(path->input[2], path->bytes);
+
+			values[n++] = Int64GetDatum((int64) llround(temp));
+			values[n] = pct_datum(temp, path->bytes, &nulls[n]);
+			n++;
+		}
+		values[n++] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
+		if (!temporary)
+		{
+			/* the statement (as pg_stat_statements has it) and the memory context; 1.1 has no such columns */
+			values[n] = Int64GetDatum((int64) path->queryid);
+			nulls[n++] = !(path->labels & HP_HAS_QUERY);
+			values[n] = ctx ? SafeTextDatum(ctx) : (Datum) 0;
+			nulls[n++] = ctx == NULL;
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		pfree(frames);
 	}
+}
+
+static void
+emit_stacks(FunctionCallInfo fcinfo, const hp_result *r)
+{
+	emit_paths(fcinfo, r, false);
+}
+
+static void
+emit_allocations(FunctionCallInfo fcinfo, const hp_result *r)
+{
+	emit_paths(fcinfo, r, true);
 }
 
 /* A row per queryid: what each statement's allocations hold, and its text as the process saw it. */
@@ -429,28 +469,28 @@ emit_queries(FunctionCallInfo fcinfo, const hp_result *r)
 Datum
 heapprof_dump_dot(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_DOT, emit_lines, false);
+	run_report(fcinfo, HP_REPORT_DOT, emit_lines, OF_ARGS);
 	return (Datum) 0;
 }
 
 Datum
 heapprof_dump_text(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_TEXT, emit_lines, false);
+	run_report(fcinfo, HP_REPORT_TEXT, emit_lines, OF_ARGS);
 	return (Datum) 0;
 }
 
 Datum
 heapprof_dump_collapsed(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_COLLAPSED, emit_lines, false);
+	run_report(fcinfo, HP_REPORT_COLLAPSED, emit_lines, OF_ARGS);
 	return (Datum) 0;
 }
 
 Datum
 heapprof_top(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_TOP, emit_top, false);
+	run_report(fcinfo, HP_REPORT_TOP, emit_top, OF_ARGS);
 	return (Datum) 0;
 }
 
@@ -458,7 +498,7 @@ heapprof_top(PG_FUNCTION_ARGS)
 Datum
 heapprof_stacks(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_STACKS, emit_stacks, false);
+	run_report(fcinfo, HP_REPORT_STACKS, emit_stacks, OF_ARGS);
 	return (Datum) 0;
 }
 
@@ -466,7 +506,7 @@ heapprof_stacks(PG_FUNCTION_ARGS)
 Datum
 heapprof_query_bytes(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_QUERIES, emit_queries, false);
+	run_report(fcinfo, HP_REPORT_QUERIES, emit_queries, OF_ARGS);
 	return (Datum) 0;
 }
 
@@ -474,36 +514,8 @@ heapprof_query_bytes(PG_FUNCTION_ARGS)
 Datum
 heapprof_peak(PG_FUNCTION_ARGS)
 {
-	run_report(fcinfo, HP_REPORT_TOP, emit_top, true);
+	run_report(fcinfo, HP_REPORT_TOP, emit_top, OF_PEAK);
 	return (Datum) 0;
-}
-
-/* A stack's frames as one string, to find the same stack in another graph. */
-typedef struct stack_share
-{
-	char	   *key;
-	double		bytes;
-	double		objs;
-} stack_share;
-
-static char *
-stack_key(const hp_graph *g, const hp_path *path)
-{
-	StringInfoData key;
-
-	initStringInfo(&key);
-	for (uint32 j = 0; j < path->nframes; j++)
-	{
-		appendStringInfoString(&key, g->funcs[path->frames[j]].name);
-		appendStringInfoChar(&key, '\n');
-	}
-	return key.data;
-}
-
-static int
-cmp_share(const void *a, const void *b)
-{
-	return strcmp(((const stack_share *) a)->key, ((const stack_share *) b)->key);
 }
 
 /*
@@ -514,68 +526,7 @@ cmp_share(const void *a, const void *b)
 Datum
 heapprof_allocations(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	hpg_report_args a;
-	MemoryContext cxt;
-	MemoryContext old;
-	StringInfoData made;
-	StringInfoData freed;
-	stack_share *shares;
-	size_t		nshares;
-	hp_result  *r;
-	hp_wholes	bytes = {0};
-	hp_wholes	objs = {0};
-
-	hpg_report_args_get(fcinfo, HP_REPORT_STACKS, &a);
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof report", ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(cxt);
-	hpg_unsampled_while_context();
-	initStringInfo(&made);
-	initStringInfo(&freed);
-	window_profiles(&a, &made, &freed);
-
-	r = hpg_analyze(&freed, NULL, &a.o, HP_REPORT_STACKS, a.limit);
-	nshares = r->graph.npaths;
-	shares = palloc(sizeof(stack_share) * Max(nshares, 1));
-	for (size_t k = 0; k < nshares; k++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		shares[k].key = stack_key(&r->graph, &r->graph.paths[k]);
-		shares[k].bytes = r->graph.paths[k].bytes;
-		shares[k].objs = r->graph.paths[k].objs;
-	}
-	hpg_analysis_end(r);
-	if (nshares > 1)
-		qsort(shares, nshares, sizeof(stack_share), cmp_share);
-
-	r = hpg_analyze(&made, NULL, &a.o, HP_REPORT_STACKS, a.limit);
-	notice_if_empty(r, &a);
-	for (size_t k = 0; k < r->graph.npaths; k++)
-	{
-		const hp_graph *g = &r->graph;
-		const hp_path *path = &g->paths[k];
-		stack_share key = {stack_key(g, path)};
-		stack_share *found = nshares ? bsearch(&key, shares, nshares, sizeof(stack_share), cmp_share) : NULL;
-		/* each part is unsampled on its own: a share cannot exceed the whole */
-		double		temp = found ? Min(found->bytes, path->bytes) : 0;
-		Datum	   *frames = palloc(sizeof(Datum) * (path->nframes + 1));
-		Datum		values[5];
-		bool		nulls[5] = {0};
-
-		CHECK_FOR_INTERRUPTS();
-		for (uint32 j = 0; j < path->nframes; j++)
-			frames[j] = SafeTextDatum(g->funcs[path->frames[j]].name);
-		values[0] = Int64GetDatum(hp_whole_next(&bytes, path->bytes));
-		values[1] = Int64GetDatum(hp_whole_next(&objs, path->objs));
-		values[2] = Int64GetDatum((int64) llround(temp));
-		values[3] = pct_datum(temp, path->bytes, &nulls[3]);
-		values[4] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	hpg_analysis_end(r);
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(cxt);
+	run_report(fcinfo, HP_REPORT_STACKS, emit_allocations, OF_WINDOW_FREED);
 	return (Datum) 0;
 }
 
@@ -583,7 +534,7 @@ heapprof_allocations(PG_FUNCTION_ARGS)
 Datum
 heapprof_dump_flamegraph(PG_FUNCTION_ARGS)
 {
-	text	   *svg = (text *) run_report(fcinfo, HP_REPORT_FLAMEGRAPH, NULL, false);
+	text	   *svg = (text *) run_report(fcinfo, HP_REPORT_FLAMEGRAPH, NULL, OF_ARGS);
 
 	PG_RETURN_TEXT_P(safe_text(VARDATA(svg), VARSIZE(svg) - VARHDRSZ));
 }
@@ -592,7 +543,7 @@ heapprof_dump_flamegraph(PG_FUNCTION_ARGS)
 Datum
 heapprof_dump_pprof(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BYTEA_P((bytea *) run_report(fcinfo, HP_REPORT_PPROF, NULL, false));
+	PG_RETURN_BYTEA_P((bytea *) run_report(fcinfo, HP_REPORT_PPROF, NULL, OF_ARGS));
 }
 
 /* The dump of process pid (argument 0) as text, after heapprof's "%" lines or without them. */

@@ -30,9 +30,9 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "capture.h"
 #include "compat.h"
 #include "errors.h"
+#include "myprofile.h"
 #include "request.h"
 
 #define RESIGNAL_MS 250
@@ -361,7 +361,7 @@ hpg_check_answer(int pid, const hpg_answer *a, const char *what)
 				 errhint("Check heapprof_status(pid => %d) and the server log.", pid)));
 }
 
-/* The answer to a request that writes files (HPG_OP_DUMP, HPG_OP_RECORDS) to path. */
+/* The answer to a request that writes files (HPG_OP_DUMP, HPG_OP_WINDOW_FETCH) to path. */
 void
 hpg_check_file_answer(int pid, const hpg_answer *a, const char *what, const char *path)
 {

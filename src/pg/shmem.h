@@ -9,7 +9,7 @@
 #include "storage/spin.h"
 
 #include "jemalloc.h"
-#include "peak.h"
+#include "values.h"
 
 #define HPG_NSLOTS 64
 
@@ -21,8 +21,8 @@ typedef enum hpg_op
 	HPG_OP_DISABLE,
 	HPG_OP_RESET,
 	HPG_OP_DUMP,
-	HPG_OP_RECORD,				/* record recent allocations for arg ms from now */
-	HPG_OP_RECORDS,				/* write them to path (and path.ids, path.maps) */
+	HPG_OP_WINDOW_START,		/* record recent allocations for arg ms from now */
+	HPG_OP_WINDOW_FETCH,		/* write them to path (and path.ids, path.maps) */
 	HPG_OP_COUNT				/* not an operation: the size of tables indexed by one */
 } hpg_op;
 
@@ -57,8 +57,8 @@ typedef struct hpg_slot
 	uint64		seq;
 	TimestampTz since;
 	hpg_op		op;
-	int			arg;			/* lg_sample for HPG_OP_RESET (-1 = keep), ms for HPG_OP_RECORD */
-	char		path[MAXPGPATH];	/* for HPG_OP_DUMP and HPG_OP_RECORDS */
+	int			arg;			/* lg_sample for HPG_OP_RESET (-1 = keep), ms for HPG_OP_WINDOW_START */
+	char		path[MAXPGPATH];	/* for HPG_OP_DUMP and HPG_OP_WINDOW_FETCH */
 	hpg_answer	answer;
 } hpg_slot;
 

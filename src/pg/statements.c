@@ -49,9 +49,9 @@
 #include "utils/timestamp.h"
 
 #include "analysis.h"
-#include "capture.h"
 #include "files.h"
 #include "jemalloc.h"
+#include "myprofile.h"
 #include "recording.h"
 #include "statements.h"
 #include "store.h"

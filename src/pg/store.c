@@ -7,7 +7,8 @@
  * session or a process that has exited: persisted snapshots live in
  * $PGDATA/heapprof/snapshots/NAME.heap, exit dumps in heapprof/dumps,
  * statement captures in heapprof/captures, each process's peak in
- * heapprof/peaks.  A stored profile starts with a metadata line
+ * heapprof/peaks, and the objects' symbol indexes (symindex.c) in
+ * heapprof/symbols.  A stored profile starts with a metadata line
  * (engine/format.h) naming its owner: the role that took a snapshot, the
  * login role of an exiting backend.  Reading one takes the privileges of
  * its owner, the rule pg_signal_backend uses.
@@ -55,7 +56,7 @@
 #include "store.h"
 #include "engine/format.h"
 
-static const char *const store_dirs[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_PEAK_DIR, HPG_CAPTURE_DIR};
+static const char *const store_dirs[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_PEAK_DIR, HPG_CAPTURE_DIR, HPG_SYMBOL_DIR};
 
 static shmem_startup_hook_type prev_shmem_startup_hook;
 static uint32 draft_seq;		/* the N of this process's next draft, tmp.PID.N */

@@ -21,8 +21,8 @@
 #include "nodes/memnodes.h"
 #include "utils/memutils.h"
 
-#include "capture.h"
 #include "compat.h"
+#include "myprofile.h"
 #include "peak.h"
 #include "recording.h"
 #include "shmem.h"
@@ -65,9 +65,9 @@ do_op(hpg_op op, int arg, const char *path, hpg_answer *answer)
 		if (answer->rc == 0)
 			answer->rc = hpg_write_identity_file(path, true);
 	}
-	else if (op == HPG_OP_RECORD)
+	else if (op == HPG_OP_WINDOW_START)
 		answer->rc = hpg_recording_open(hpj_clock_ns() + (int64) arg * 1000000);
-	else if (op == HPG_OP_RECORDS)
+	else if (op == HPG_OP_WINDOW_FETCH)
 	{
 		answer->rc = hpg_recording_dump(path);
 		if (answer->rc == 0)

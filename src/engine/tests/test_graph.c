@@ -167,6 +167,27 @@ main(void)
 	T_CHECK("graph focus matches inlined names", g.local_total == 7, "local %g", g.local_total);
 
 	{
+		/* a joined base (a window and what it freed) leaves the profile's graph as it is */
+		hp_graph	alone;
+
+		o = (hp_options) HP_OPTIONS_DEFAULT;
+		o.fold = true;
+		build(&o, false, &alone);
+		o.join_base = true;
+		build(&o, true, &g);
+		path = path_of(&g, "leaf");
+		T_CHECK("graph joined base keeps the profile's values", g.npaths == alone.npaths &&
+				g.total == alone.total && g.local_total == alone.local_total && path &&
+				path->bytes == path_of(&alone, "leaf")->bytes && path->current == 151 &&
+				func(&g, "mid")->cum == func(&alone, "mid")->cum,
+				"%zu paths, total %g", g.npaths, g.total);
+		T_CHECK("graph joined base sums each path's base part", path && path->input[0] == 151 &&
+				path->input[2] == 200 && path->input[3] == 1 && path_of(&g, "palloc") &&
+				path_of(&g, "palloc")->bytes == 30 && path_of(&g, "palloc")->input[2] == 10,
+				"leaf's base part %g", path ? path->input[2] : 0);
+	}
+
+	{
 		/* two processes merged, one subtracted: the sums of pg_heapprof --merge */
 		static const char *const f1[] = {"leaf", "mid", "main"};
 		static const char *const f2[] = {"rec", "main"};

@@ -1,5 +1,5 @@
 /*
- * capture.c -- take this process's heap profile as text.
+ * myprofile.c -- take this process's heap profile as text.
  *
  * jemalloc writes a dump only to a file (prof.dump).  The file goes to
  * base/pgsql_tmp under a pgsql_tmp name, so even a crash between writing and
@@ -23,12 +23,12 @@
 
 #include "analysis.h"
 #include "compat.h"
-#include "capture.h"
 #include "errors.h"
 #include "files.h"
 #include "fold.h"
 #include "jemalloc.h"
 #include "labels.h"
+#include "myprofile.h"
 #include "engine/format.h"
 
 #define DUMP_DIR "base/" PG_TEMP_FILES_DIR
@@ -197,7 +197,7 @@ hpg_dump_path(char *path, size_t size, const char *kind)
 }
 
 void
-hpg_capture_self(StringInfo out, bool identity)
+hpg_my_profile(StringInfo out, bool identity)
 {
 	char		path[MAXPGPATH];
 

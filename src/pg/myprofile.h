@@ -1,8 +1,8 @@
 /*
- * capture.h -- this process's heap profile, taken from jemalloc.
+ * myprofile.h -- this process's heap profile, taken from jemalloc.
  */
-#ifndef HEAPPROF_CAPTURE_H
-#define HEAPPROF_CAPTURE_H
+#ifndef HEAPPROF_MYPROFILE_H
+#define HEAPPROF_MYPROFILE_H
 
 #include "lib/stringinfo.h"
 
@@ -10,7 +10,7 @@
 extern void hpg_dump_path(char *path, size_t size, const char *kind);
 
 /* Append this process's live sampled allocations to out, after the identity lines when asked. */
-extern void hpg_capture_self(StringInfo out, bool identity);
+extern void hpg_my_profile(StringInfo out, bool identity);
 
 /*
  * Plain C, for a target serving a request and for process exit: this

@@ -1,0 +1,82 @@
+/*
+ * cli_engine.c -- the engine's environment in a command-line tool (see
+ * cli_engine.h): the server has its own, with palloc, PostgreSQL's regular
+ * expressions and interrupts; here nothing is polled and any failure of
+ * the analysis (a malformed dump, memory, zlib) ends the program, status 1.
+ */
+#include "cli_engine.h"
+
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void
+env_error(void *ctx, hp_status code, const char *message)
+{
+	hp_cli_engine *e = ctx;
+
+	(void) code;
+	fprintf(stderr, "%s: %s%s: %s\n", e->progname, e->prefix, e->subject ? e->subject : "", message);
+	exit(1);
+}
+
+static bool
+env_match(void *ctx, void *pattern, const char *s)
+{
+	(void) ctx;
+	return regexec(pattern, s, 0, NULL, 0) == 0;
+}
+
+bool
+hp_cli_engine_open(hp_cli_engine *e, const char *progname, const char *prefix)
+{
+	e->env = (hp_env) {
+		.alloc = hp_malloc,
+		.free = hp_free,
+		.error = env_error,
+		.match = env_match,
+		.ctx = e,				/* == &e->env, as hp_malloc requires */
+	};
+	e->progname = progname;
+	e->prefix = prefix;
+	e->subject = NULL;
+	e->fetch = hp_fetch_open(progname);
+	e->sym = hp_symbolizer_new();
+	if (e->sym == NULL)
+	{
+		hp_fetch_close(e->fetch);
+		fprintf(stderr, "%s: %scould not start the elfutils symbolizer\n", progname, prefix);
+		return false;
+	}
+	if (e->fetch)
+		hp_fetch_attach(e->fetch, e->sym);
+	return true;
+}
+
+void
+hp_cli_engine_close(hp_cli_engine *e)
+{
+	hp_symbolizer_free(e->sym);
+	hp_fetch_close(e->fetch);
+}
+
+void *
+hp_cli_regex(const char *pattern, char *err, size_t errlen)
+{
+	regex_t    *re = malloc(sizeof(regex_t));
+	int			rc;
+
+	if (re == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+	if (rc != 0)
+	{
+		regerror(rc, re, err, errlen);
+		free(re);
+		return NULL;
+	}
+	return re;
+}

@@ -1,0 +1,164 @@
+/*
+ * merge.c -- --merge: the chosen processes' stacks, as each server named
+ * them (heapprof_stacks), summed with the engine's per-stack arithmetic
+ * (hp_graph_from_stacks) into one report, the --base-type processes
+ * subtracted; and with --list, each process's share of that sum.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/render.h"
+#include "pg_heapprof.h"
+
+static void
+env_error(void *ctx, hp_status code, const char *message)
+{
+	(void) ctx;
+	(void) code;
+	fail("merge: %s", message);
+}
+
+/*
+ * Every chosen process's stacks as named stacks, their frames pointing into
+ * the results; totals[k] is the k-th chosen process's own total, unsigned.
+ * Returns the number of stacks.
+ */
+static size_t
+collect(const fleet *f, bool objects, hp_named_stack **out, const char ***frames, double **totals)
+{
+	size_t		rows = 0;
+	size_t		n = 0;
+	size_t		nf = 0;
+	size_t		nt = 0;
+
+	for (int i = 0; i < f->n; i++)
+		for (int j = 0; j < f->sv[i].nt; j++)
+		{
+			rows += f->sv[i].t[j].res ? (size_t) PQntuples(f->sv[i].t[j].res) : 0;
+			nt++;
+		}
+	*out = xcalloc(rows, sizeof(hp_named_stack));
+	*frames = xcalloc(rows, sizeof(char *));
+	*totals = xcalloc(nt, sizeof(double));
+	nt = 0;
+	for (int i = 0; i < f->n; i++)
+		for (int j = 0; j < f->sv[i].nt; j++, nt++)
+		{
+			PGresult   *res = f->sv[i].t[j].res;
+			const char *last = NULL;
+
+			hp_named_stack *st = NULL;
+
+			for (int r = 0; res && r < PQntuples(res); r++)
+			{
+				if (last == NULL || strcmp(last, PQgetvalue(res, r, 0)) != 0)
+				{
+					last = PQgetvalue(res, r, 0);
+					st = &(*out)[n++];
+					st->frames = &(*frames)[nf];
+					st->base = f->sv[i].t[j].base;
+					st->bytes = strtod(PQgetvalue(res, r, 1), NULL);
+					st->objs = strtod(PQgetvalue(res, r, 2), NULL);
+					(*totals)[nt] += objects ? st->objs : st->bytes;
+				}
+				if (!PQgetisnull(res, r, 3))
+				{
+					(*frames)[nf++] = PQgetvalue(res, r, 3);
+					st->nframes++;
+				}
+			}
+		}
+	return n;
+}
+
+/* Each chosen process's total, unsigned (malloc'ed); *sum: theirs, the base's subtracted. */
+double *
+merge_totals(const fleet *f, double *sum)
+{
+	hp_named_stack *st;
+	const char **frames;
+	double	   *totals;
+	size_t		k = 0;
+
+	collect(f, f->sv[0].o->objects, &st, &frames, &totals);
+	*sum = 0;
+	for (int i = 0; i < f->n; i++)
+		for (int j = 0; j < f->sv[i].nt; j++, k++)
+			*sum += f->sv[i].t[j].base ? -totals[k] : totals[k];
+	free(st);
+	free(frames);
+	return totals;
+}
+
+/* --merge --report: one report of the sum of every chosen process's stacks. */
+bool
+write_merged(const fleet *f)
+{
+	const cli_opts *cfg = f->sv[0].o;
+	const char *format = cfg->format;
+	hp_env		env = {.alloc = hp_malloc, .free = hp_free, .error = env_error};
+	hp_options	o = HP_OPTIONS_DEFAULT;
+	hp_named_stack *st;
+	const char **frames;
+	double	   *totals;
+	size_t		n = collect(f, cfg->objects, &st, &frames, &totals);
+	hp_arena	a;
+	hp_graph	g;
+	hp_buf		b;
+	bool		ok;
+	char		program[64];
+
+	env.ctx = &env;
+	o.measure = cfg->objects ? HP_INUSE_OBJECTS : HP_INUSE_SPACE;
+	o.drop_negative = cfg->drop_negative;
+	snprintf(program, sizeof(program), "merged%s%s%s%s", cfg->peak ? " peaks" : "",
+			 cfg->window ? " allocations in " : "", cfg->window ? cfg->window : "",
+			 cfg->window ? " s" : "");
+	if (cfg->base_type)
+		strncat(program, ", minus base", sizeof(program) - strlen(program) - 1);
+	o.program = program;
+	hp_arena_init(&a, &env);
+	hp_graph_from_stacks(&a, st, n, &o, &g);
+	hp_buf_init(&b, &a);
+	if (strcmp(format, "text") == 0)
+		hp_render_text(&a, &g, &o, SIZE_MAX, &b);
+	else if (strcmp(format, "dot") == 0 || (strcmp(format, "svg") == 0 && cfg->svg_dot))
+		hp_render_dot(&a, &g, &o, &b);
+	else if (strcmp(format, "collapsed") == 0)
+		hp_render_collapsed(&a, &g, &b);
+	else if (strcmp(format, "flamegraph") == 0 || strcmp(format, "svg") == 0)
+		hp_render_flamegraph(&a, &g, &o, o.program, cfg->base_type != NULL, &b);
+	else if (strcmp(format, "pprof") == 0)
+	{
+		/* no addresses or mappings: the servers named every frame */
+		hp_profile	p = {0};
+		hp_located	l = {0};
+
+		hp_render_pprof(&a, &p, &l, &g, &o, &b);
+	}
+	else
+	{
+		hp_row	   *rows;
+		size_t		nrows = hp_top(&a, &g, 30, false, &rows);
+
+		hp_buf_printf(&b, TOP_LINE, "rank", "flat", "flat%", "cum", "cum%", "function");
+		for (size_t i = 0; i < nrows; i++)
+		{
+			char		r[24], f[24], fp[16], c[24], cp[16];
+
+			snprintf(r, sizeof(r), "%zu", i + 1);
+			snprintf(f, sizeof(f), "%lld", hp_whole(rows[i].flat));
+			snprintf(c, sizeof(c), "%lld", hp_whole(rows[i].cum));
+			hp_percent(rows[i].flat, g.local_total, fp, sizeof(fp));
+			hp_percent(rows[i].cum, g.local_total, cp, sizeof(cp));
+			hp_buf_printf(&b, TOP_LINE, r, f, fp, c, cp, rows[i].func->name);
+		}
+	}
+	ok = put(cfg, b.data ? b.data : "", b.len, cfg->output);
+	hp_arena_free(&a);
+	free(st);
+	free(frames);
+	free(totals);
+	return ok;
+}

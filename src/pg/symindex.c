@@ -1,0 +1,285 @@
+/*
+ * symindex.c -- where the engine keeps each object's symbol index: one
+ * file per GNU build-id, $PGDATA/heapprof/symbols/BUILDID.heap.
+ *
+ * The first backend that names an object's code without an index writes
+ * one (engine/symindex.h: flat, position-independent), published as every
+ * file of the store is (store.c: a draft, fsync'ed, taken as a new name by
+ * one rename), and every later backend maps it read-only: its first report
+ * reads no symbol table or DWARF and keeps none in its own memory.  A
+ * changed object has another build-id, hence another file.
+ *
+ * The folder is as hostile as any input: a file is used only when it is a
+ * regular file (not a link, FIFO or device: lstat'ed, then opened without
+ * following links or blocking, and the open one must be the lstat'ed one),
+ * owned by the server's user, writable by nobody else, with one link, at
+ * most heapprof.symbol_index_limit long; the engine then checks its
+ * header, build-id and every table's bounds.  A file refused is removed,
+ * and the index written again.  Files are never changed in place (a reader
+ * would fault on a truncated mapping): replaced only by a rename.
+ *
+ * heapprof.symbol_index_limit bounds the folder: every file, drafts
+ * included, counted with the new draft before its name is taken (store.c's
+ * quota rule).  To make room, the indexes written longest ago go first --
+ * those of objects replaced by an upgrade, whose build-id no process asks
+ * for any more; a process that maps one keeps its pages, and one still
+ * needed is written again.  An index that does not fit even so is not
+ * kept, and the objects it would name are indexed per backend as before.
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "utils/guc.h"
+
+#include "analysis.h"
+#include "store.h"
+#include "symindex.h"
+
+static int	symbol_index_limit_kb = 262144;
+
+static int64
+limit_bytes(void)
+{
+	return (int64) symbol_index_limit_kb * 1024;
+}
+
+/* The file's name in the folder: the build-id in hex; false if too long. */
+static bool
+index_name(char *name, size_t size, const uint8_t *id, size_t idlen)
+{
+	if (idlen == 0 || idlen * 2 >= size || idlen * 2 > HPG_MAX_NAME)
+		return false;
+	for (size_t i = 0; i < idlen; i++)
+		snprintf(name + 2 * i, 3, "%02x", id[i]);
+	return true;
+}
+
+static bool
+index_path(char *path, const uint8_t *id, size_t idlen)
+{
+	char		name[HPG_MAX_NAME + 1];
+
+	if (!index_name(name, sizeof(name), id, idlen))
+		return false;
+	hpg_store_path(path, HPG_SYMBOL_DIR, name);
+	return true;
+}
+
+static const void *
+index_map(void *arg, const uint8_t *id, size_t idlen, size_t *len, bool *refused)
+{
+	char		path[MAXPGPATH];
+	struct stat ls;
+	struct stat st;
+	int			fd;
+	void	   *p;
+
+	if (symbol_index_limit_kb == 0 || !index_path(path, id, idlen))
+		return NULL;
+	if (lstat(path, &ls) != 0)
+	{
+		*refused = errno != ENOENT;
+		return NULL;
+	}
+	*refused = true;
+	if (!S_ISREG(ls.st_mode))
+		return NULL;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | PG_BINARY);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+		st.st_dev != ls.st_dev || st.st_ino != ls.st_ino ||
+		st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 ||
+		st.st_nlink != 1 || st.st_size <= 0 || st.st_size > limit_bytes())
+	{
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+	{
+		*refused = false;		/* out of address space: the file may be fine */
+		return NULL;
+	}
+	/* lookups are binary searches: no read-ahead of pages never looked at */
+	(void) madvise(p, (size_t) st.st_size, MADV_RANDOM);
+	*refused = false;
+	*len = (size_t) st.st_size;
+	return p;
+}
+
+static void
+index_unmap(void *arg, const void *p, size_t len)
+{
+	munmap(unconstify(void *, p), len);
+}
+
+static void
+index_discard(void *arg, const uint8_t *id, size_t idlen)
+{
+	char		path[MAXPGPATH];
+
+	/* a link is removed, never followed; a directory stays */
+	if (index_path(path, id, idlen) && unlink(path) != 0 && errno != ENOENT)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not remove the unusable symbol index \"%s\": %m", path)));
+}
+
+typedef struct index_file
+{
+	char		name[NAME_MAX + 1];
+	time_t		mtime;
+	int64		size;
+} index_file;
+
+static int
+oldest_first(const void *x, const void *y)
+{
+	const index_file *a = x;
+	const index_file *b = y;
+
+	if (a->mtime != b->mtime)
+		return a->mtime < b->mtime ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/*
+ * Remove the indexes written longest ago (never a draft) until the
+ * folder's bytes are down by need.
+ */
+static void
+make_room(int64 need)
+{
+	DIR		   *d = AllocateDir(HPG_SYMBOL_DIR);
+	struct dirent *de;
+	index_file *files = NULL;
+	int			n = 0;
+	int			cap = 0;
+	size_t		suffix = strlen(HPG_SUFFIX);
+
+	while ((de = ReadDir(d, HPG_SYMBOL_DIR)) != NULL)
+	{
+		size_t		len = strlen(de->d_name);
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		CHECK_FOR_INTERRUPTS();
+		snprintf(path, sizeof(path), "%s/%s", HPG_SYMBOL_DIR, de->d_name);
+		/* an index: BUILDID.heap, a regular file (drafts are tmp.PID.N) */
+		if (len <= suffix || strcmp(de->d_name + len - suffix, HPG_SUFFIX) != 0 ||
+			lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (n == cap)
+		{
+			cap = cap ? cap * 2 : 16;
+			files = files ? repalloc(files, cap * sizeof(*files)) : palloc(cap * sizeof(*files));
+		}
+		strlcpy(files[n].name, de->d_name, sizeof(files[n].name));
+		files[n].mtime = st.st_mtime;
+		files[n].size = st.st_size;
+		n++;
+	}
+	FreeDir(d);
+	if (n > 1)
+		qsort(files, n, sizeof(*files), oldest_first);
+	for (int i = 0; i < n && need > 0; i++)
+	{
+		char		path[MAXPGPATH];
+
+		snprintf(path, sizeof(path), "%s/%s", HPG_SYMBOL_DIR, files[i].name);
+		if (unlink(path) == 0)
+			need -= files[i].size;
+	}
+	if (files)
+		pfree(files);
+}
+
+static void
+index_publish(void *arg, const uint8_t *id, size_t idlen, const void *buf, size_t len)
+{
+	char		name[HPG_MAX_NAME + 1];
+	hpg_draft	d;
+	int64		count;
+	int64		bytes;
+	int			rc;
+
+	if (symbol_index_limit_kb == 0 || !index_name(name, sizeof(name), id, idlen))
+		return;
+	if ((int64) len > limit_bytes())
+	{
+		ereport(LOG,
+				(errmsg("symbol index %s not kept: its %zu bytes exceed heapprof.symbol_index_limit", name, len),
+				 errhint("Raise heapprof.symbol_index_limit for every backend to share it.")));
+		return;
+	}
+	if (hpg_store_dir_ready(HPG_SYMBOL_DIR) != 0 || hpg_draft_open(&d, HPG_SYMBOL_DIR) != 0)
+		return;
+	if (hpg_draft_write(&d, buf, len) != 0)
+		return;
+	/* the draft counted: writers racing each other cannot pass the limit together */
+	PG_TRY();
+	{
+		hpg_store_usage(HPG_SYMBOL_DIR, &count, &bytes);
+		if (bytes > limit_bytes())
+		{
+			make_room(bytes - limit_bytes());
+			hpg_store_usage(HPG_SYMBOL_DIR, &count, &bytes);
+		}
+	}
+	PG_CATCH();
+	{
+		hpg_draft_discard(&d);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (bytes > limit_bytes())
+	{
+		hpg_draft_discard(&d);
+		ereport(LOG,
+				(errmsg("symbol index %s not kept: the folder would exceed heapprof.symbol_index_limit", name),
+				 errhint("Raise heapprof.symbol_index_limit, or remove old files from %s.", HPG_SYMBOL_DIR)));
+		return;
+	}
+	/* EEXIST: another backend published the same object's index first */
+	if ((rc = hpg_draft_publish(&d, name, false)) != 0 && rc != EEXIST)
+	{
+		errno = rc;
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not keep the symbol index %s: %m", name)));
+	}
+}
+
+int64
+hpg_symindex_bytes(void)
+{
+	int64		count;
+	int64		bytes;
+
+	hpg_store_usage(HPG_SYMBOL_DIR, &count, &bytes);
+	return bytes;
+}
+
+void
+hpg_symindex_init(void)
+{
+	DefineCustomIntVariable("heapprof.symbol_index_limit",
+							"Most disk space for the symbol indexes all backends share.",
+							"Each object's index is written once under $PGDATA/heapprof/symbols and "
+							"mapped by every backend; an index that would exceed this is not kept. "
+							"0 turns shared indexes off.",
+							&symbol_index_limit_kb,
+							262144, 0, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	hpg_analysis_index_store(&(hp_index_store) {index_map, index_unmap, index_discard, index_publish, NULL});
+}
