@@ -40,6 +40,16 @@ DROP FUNCTION @extschema@.heapprof_dump_pprof(boolean, text, text, boolean, text
 --   stored         report on this stored profile (a snapshot, exit dump or
 --                  statement capture; heapprof_stored() lists them) instead
 --                  of a process now
+-- and the labels every sample carries (heapprof.labels): the top-level
+-- statement's queryid, as pg_stat_activity shows it, and the memory context
+-- allocated in:
+--   group_by       'function' (as before), 'query' or 'context': every stack
+--                  under a root "query QUERYID" or "context NAME"
+--   queryid        keep only the samples of this statement
+--   context        keep only the samples allocated in this memory context
+-- heapprof_stacks instead returns each stack's queryid (NULL: outside any
+-- statement, or compute_query_id off) and context as columns, to filter and
+-- group by in SQL (pg_heapprof --merge reads them too).
 CREATE FUNCTION @extschema@.heapprof_dump_dot(
     objects boolean DEFAULT false,
     focus text DEFAULT NULL,
@@ -54,7 +64,10 @@ CREATE FUNCTION @extschema@.heapprof_dump_dot(
     stored text DEFAULT NULL,
     pid integer DEFAULT NULL,
     peak boolean DEFAULT false,
-    seconds double precision DEFAULT NULL)
+    seconds double precision DEFAULT NULL,
+    group_by text DEFAULT 'function',
+    queryid bigint DEFAULT NULL,
+    context text DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_dot'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -72,7 +85,10 @@ CREATE FUNCTION @extschema@.heapprof_dump_text(
     pid integer DEFAULT NULL,
     order_by text DEFAULT 'flat',
     peak boolean DEFAULT false,
-    seconds double precision DEFAULT NULL)
+    seconds double precision DEFAULT NULL,
+    group_by text DEFAULT 'function',
+    queryid bigint DEFAULT NULL,
+    context text DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_text'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -87,7 +103,10 @@ CREATE FUNCTION @extschema@.heapprof_dump_collapsed(
     stored text DEFAULT NULL,
     pid integer DEFAULT NULL,
     peak boolean DEFAULT false,
-    seconds double precision DEFAULT NULL)
+    seconds double precision DEFAULT NULL,
+    group_by text DEFAULT 'function',
+    queryid bigint DEFAULT NULL,
+    context text DEFAULT NULL)
 RETURNS SETOF text
 AS 'MODULE_PATHNAME', 'heapprof_dump_collapsed'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -104,7 +123,10 @@ CREATE FUNCTION @extschema@.heapprof_top(
     pid integer DEFAULT NULL,
     order_by text DEFAULT 'flat',
     peak boolean DEFAULT false,
-    seconds double precision DEFAULT NULL)
+    seconds double precision DEFAULT NULL,
+    group_by text DEFAULT 'function',
+    queryid bigint DEFAULT NULL,
+    context text DEFAULT NULL)
 RETURNS TABLE(
     rank integer,
     flat_bytes bigint,
@@ -127,7 +149,7 @@ CREATE FUNCTION @extschema@.heapprof_stacks(
     pid integer DEFAULT NULL,
     peak boolean DEFAULT false,
     seconds double precision DEFAULT NULL)
-RETURNS TABLE(bytes bigint, objects bigint, frames text[])
+RETURNS TABLE(bytes bigint, objects bigint, frames text[], queryid bigint, context text)
 AS 'MODULE_PATHNAME', 'heapprof_stacks'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
@@ -142,7 +164,10 @@ CREATE FUNCTION @extschema@.heapprof_dump_flamegraph(
     pid integer DEFAULT NULL,
     title text DEFAULT NULL,
     peak boolean DEFAULT false,
-    seconds double precision DEFAULT NULL)
+    seconds double precision DEFAULT NULL,
+    group_by text DEFAULT 'function',
+    queryid bigint DEFAULT NULL,
+    context text DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'heapprof_dump_flamegraph'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
@@ -157,19 +182,22 @@ CREATE FUNCTION @extschema@.heapprof_dump_pprof(
     stored text DEFAULT NULL,
     pid integer DEFAULT NULL,
     peak boolean DEFAULT false,
-    seconds double precision DEFAULT NULL)
+    seconds double precision DEFAULT NULL,
+    group_by text DEFAULT 'function',
+    queryid bigint DEFAULT NULL,
+    context text DEFAULT NULL)
 RETURNS bytea
 AS 'MODULE_PATHNAME', 'heapprof_dump_pprof'
 LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
 
 REVOKE ALL ON FUNCTION
-    @extschema@.heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean, boolean, text, boolean, text, integer, boolean, double precision),
-    @extschema@.heapprof_dump_text(integer, boolean, text, text, boolean, boolean, text, boolean, text, integer, text, boolean, double precision),
-    @extschema@.heapprof_dump_collapsed(boolean, text, text, boolean, text, boolean, text, integer, boolean, double precision),
-    @extschema@.heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision),
+    @extschema@.heapprof_dump_dot(boolean, text, text, integer, double precision, double precision, boolean, boolean, text, boolean, text, integer, boolean, double precision, text, bigint, text),
+    @extschema@.heapprof_dump_text(integer, boolean, text, text, boolean, boolean, text, boolean, text, integer, text, boolean, double precision, text, bigint, text),
+    @extschema@.heapprof_dump_collapsed(boolean, text, text, boolean, text, boolean, text, integer, boolean, double precision, text, bigint, text),
+    @extschema@.heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision, text, bigint, text),
     @extschema@.heapprof_stacks(text, text, boolean, text, boolean, text, integer, boolean, double precision),
-    @extschema@.heapprof_dump_flamegraph(boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision),
-    @extschema@.heapprof_dump_pprof(boolean, text, text, boolean, text, boolean, text, integer, boolean, double precision)
+    @extschema@.heapprof_dump_flamegraph(boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision, text, bigint, text),
+    @extschema@.heapprof_dump_pprof(boolean, text, text, boolean, text, boolean, text, integer, boolean, double precision, text, bigint, text)
 FROM PUBLIC;
 
 -- Every stored profile a report reads by name, of every kind -------------------
@@ -188,6 +216,73 @@ REVOKE ALL ON FUNCTION @extschema@.heapprof_stored() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.heapprof_stored() IS
     'the stored profiles you may read with stored => name: snapshots, exit dumps, statement captures';
 
+-- Live memory by statement: pg_stat_statements for the heap -------------------
+-- Each sampled allocation carries the queryid of the statement that made it
+-- (heapprof.labels; compute_query_id must be on, or auto with
+-- pg_stat_statements loaded).  heapprof_query_bytes sums a profile's bytes
+-- by queryid without naming a frame, with the text the process saw
+-- (pg_stat_activity's, cut to 255 bytes, of at most 64 statements);
+-- heapprof_queries takes the text from pg_stat_statements where it has the
+-- queryid (which shows another role's text only where pg_stat_activity
+-- would).  Options as for the reports: pid, stored, base, peak,
+-- drop_negative.  The row with a NULL queryid is what was allocated outside
+-- any statement.
+CREATE FUNCTION @extschema@.heapprof_query_bytes(
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    stored text DEFAULT NULL,
+    pid integer DEFAULT NULL,
+    peak boolean DEFAULT false)
+RETURNS TABLE(queryid bigint, query text, bytes bigint, objects bigint)
+AS 'MODULE_PATHNAME', 'heapprof_query_bytes'
+LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION @extschema@.heapprof_queries(
+    base text DEFAULT NULL,
+    drop_negative boolean DEFAULT false,
+    stored text DEFAULT NULL,
+    pid integer DEFAULT NULL,
+    peak boolean DEFAULT false)
+RETURNS TABLE(queryid bigint, query text, bytes bigint, objects bigint, backends integer)
+LANGUAGE plpgsql VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    pgss pg_catalog.text;
+BEGIN
+    SELECT n.nspname INTO pgss
+    FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+    WHERE e.extname OPERATOR(pg_catalog.=) 'pg_stat_statements';
+    IF pgss IS NOT NULL THEN
+        BEGIN
+            -- installed, but perhaps not loaded, or not granted
+            EXECUTE pg_catalog.format('SELECT 1 FROM %I.pg_stat_statements(false) LIMIT 1', pgss);
+        EXCEPTION WHEN object_not_in_prerequisite_state OR insufficient_privilege THEN
+            pgss := NULL;
+        END;
+    END IF;
+    IF pgss IS NULL THEN
+        RETURN QUERY SELECT q.queryid, q.query, q.bytes, q.objects, 1
+            FROM @extschema@.heapprof_query_bytes(base => $1, drop_negative => $2, stored => $3, pid => $4, peak => $5) q;
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE pg_catalog.format(
+        'SELECT q.queryid, COALESCE((SELECT s.query FROM %I.pg_stat_statements s
+                                     WHERE s.queryid OPERATOR(pg_catalog.=) q.queryid
+                                     ORDER BY s.userid OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r
+                                                                  WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER) DESC,
+                                              s.calls DESC LIMIT 1), q.query),
+                q.bytes, q.objects, 1
+         FROM @extschema@.heapprof_query_bytes(base => $1, drop_negative => $2, stored => $3, pid => $4, peak => $5) q', pgss)
+        USING $1, $2, $3, $4, $5;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@.heapprof_query_bytes(text, boolean, text, integer, boolean),
+    @extschema@.heapprof_queries(text, boolean, text, integer, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.heapprof_queries(text, boolean, text, integer, boolean) IS
+    'live heap bytes and objects by statement (queryid), with pg_stat_statements'' text';
+
 -- heapprof_stored joins the workflows that read stored profiles.
 CREATE OR REPLACE FUNCTION @extschema@.heapprof_workflows()
 RETURNS TABLE(workflow text, function regprocedure)
@@ -199,11 +294,13 @@ FROM (VALUES
     -- profile one's own sessions
     ('own', 'heapprof_status'), ('own', 'heapprof_enable'), ('own', 'heapprof_disable'),
     ('own', 'heapprof_reset'), ('own', 'heapprof_top'), ('own', 'heapprof_dump_dot'),
+    ('own', 'heapprof_queries'), ('own', 'heapprof_query_bytes'),
     -- own, and snapshots to diff against
     ('leaks', 'heapprof_status'), ('leaks', 'heapprof_enable'), ('leaks', 'heapprof_disable'),
     ('leaks', 'heapprof_reset'), ('leaks', 'heapprof_top'), ('leaks', 'heapprof_dump_dot'),
     ('leaks', 'heapprof_dump_text'), ('leaks', 'heapprof_stacks'), ('leaks', 'heapprof_snapshot'),
     ('leaks', 'heapprof_snapshots'), ('leaks', 'heapprof_drop_snapshot'), ('leaks', 'heapprof_stored'),
+    ('leaks', 'heapprof_queries'), ('leaks', 'heapprof_query_bytes'),
     -- pid => N and pg_heapprof: --list, --enable, --disable, --report, --seconds
     ('processes', 'heapprof_status'), ('processes', 'heapprof_backends'),
     ('processes', 'heapprof_enable'), ('processes', 'heapprof_disable'),
@@ -211,7 +308,8 @@ FROM (VALUES
     ('processes', 'heapprof_dump_dot'), ('processes', 'heapprof_dump_text'),
     ('processes', 'heapprof_dump_collapsed'), ('processes', 'heapprof_dump_flamegraph'),
     ('processes', 'heapprof_stacks'), ('processes', 'heapprof_snapshot'),
-    ('processes', 'heapprof_drop_snapshot'),
+    ('processes', 'heapprof_drop_snapshot'), ('processes', 'heapprof_queries'),
+    ('processes', 'heapprof_query_bytes'),
     -- the peak, statement captures, windows and exit dumps, in SQL and with
     -- pg_heapprof --peak, --allocations, --stored and --captures
     ('history', 'heapprof_status'), ('history', 'heapprof_peak'),
@@ -219,7 +317,7 @@ FROM (VALUES
     ('history', 'heapprof_dumps'), ('history', 'heapprof_stored'), ('history', 'heapprof_top'),
     ('history', 'heapprof_dump_dot'), ('history', 'heapprof_dump_text'),
     ('history', 'heapprof_dump_collapsed'), ('history', 'heapprof_dump_flamegraph'),
-    ('history', 'heapprof_stacks'),
+    ('history', 'heapprof_stacks'), ('history', 'heapprof_queries'), ('history', 'heapprof_query_bytes'),
     -- run-time addresses and the paths of everything mapped (pprof, raw,
     -- pg_heapprof --client-symbols): for roles trusted with /proc
     ('trusted', 'heapprof_dump_raw'), ('trusted', 'heapprof_dump_portable'),

@@ -6,8 +6,9 @@
  * reader and stage must survive any input.  Each input goes through:
  *  - the "%" line readers (stored-profile metadata, header length);
  *  - the maps reader, over the whole input and over the dump's maps section;
- *  - the pipeline: parse, unsample, locate, graph (with the input as its own
- *    base on odd sizes), and every renderer: text, top, dot, collapsed, the
+ *  - the pipeline: parse, unsample, labels (names, filters, bytes by
+ *    queryid), locate, graph (with the input as its own base on odd sizes),
+ *    labels (a root per query or context), and every renderer: text, top, dot, collapsed, the
  *    flame graph and pprof (whose mappings come from the maps section).
  * The symbolizer is not given the maps section (libdwfl would open files the
  * input names): frames get address labels, which exercises the same code.
@@ -54,11 +55,15 @@ pipeline(hp_arena *a, const char *text, size_t size, const hp_options *o)
 	hp_graph	g;
 	hp_buf		out;
 	hp_row	   *rows;
+	hp_query_row *queries;
 	char		err[256];
 
 	if (hp_parse(a, text, size, &p, err, sizeof(err)) != HP_OK)
 		return;
 	hp_unsample(&p);
+	/* once: the diff below is of the profile with itself, already named */
+	hp_labels_prepare(a, &p, NULL, o, size % 29 != 0);
+	hp_labels_queries(a, &p, size % 2 ? &p : NULL, o, &queries);
 	read_maps(p.maps, p.maps ? p.maps + p.maps_len : NULL);
 	/* no maps for libdwfl: it must not open files the input names */
 	nomaps = p;
@@ -67,6 +72,7 @@ pipeline(hp_arena *a, const char *text, size_t size, const hp_options *o)
 	hp_symbolize_profile(a, symbolizer, &nomaps, &pl);
 	/* odd sizes subtract the profile from itself: a diff of every stack */
 	hp_build_graph(a, &p, &pl, size % 2 ? &p : NULL, size % 2 ? &pl : NULL, o, &g);
+	hp_labels_group(a, &p, o, &g);
 	hp_buf_init(&out, a);
 	hp_render_text(a, &g, o, SIZE_MAX, &out);
 	hp_render_dot(a, &g, o, &out);
@@ -105,6 +111,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.fold_names = size % 11 == 0 ? hp_postgres_allocator : NULL;
 	o.drop_negative = size % 13 == 0;
 	o.home_object = "postgres";
+	o.group_by = (hp_group) (size % 3);
+	o.with_queryid = size % 19 == 0;
+	o.queryid = 12345;
+	o.context = size % 23 == 0 ? "CachedPlanSource" : NULL;
 
 	hp_arena_init(&arena, &h.env);
 	if (setjmp(h.jump) == 0)

@@ -49,9 +49,17 @@ void
 hp_combine_stack(hp_combiner *c, uint32_t i, const uint32_t *funcs, size_t n,
 				 uint8_t match, double bytes, double objs)
 {
+	hp_combine_labelled(c, i, funcs, n, match, bytes, objs, NULL);
+}
+
+void
+hp_combine_labelled(hp_combiner *c, uint32_t i, const uint32_t *funcs, size_t n,
+					uint8_t match, double bytes, double objs, const hp_sample *labels)
+{
 	hp_arena   *a = c->a;
 	hp_graph   *g = c->g;
 	hp_path    *path;
+	uint32_t	tail[4] = {0};	/* the labels end the key */
 	bool		added;
 	size_t		k;
 
@@ -60,15 +68,29 @@ hp_combine_stack(hp_combiner *c, uint32_t i, const uint32_t *funcs, size_t n,
 		hp_fail(a->env, HP_ELIMIT, "input %u of %u inputs to combine", i, c->ninputs);
 	if (n > UINT32_MAX)
 		hp_fail(a->env, HP_ELIMIT, "a stack of the heap profile has too many frames");
-	k = hp_map_put(&c->paths, funcs, n * sizeof(uint32_t), &added);
+	if (labels)
+	{
+		tail[0] = labels->labels;
+		tail[1] = labels->labels & HP_HAS_CONTEXT ? labels->context : 0;
+		tail[2] = labels->labels & HP_HAS_QUERY ? (uint32_t) (labels->queryid >> 32) : 0;
+		tail[3] = labels->labels & HP_HAS_QUERY ? (uint32_t) labels->queryid : 0;
+	}
+	HP_RESERVE(a, c->key, c->key_cap, n + 3);
+	if (n)						/* funcs may be NULL for a path with no frame */
+		memcpy(c->key, funcs, n * sizeof(uint32_t));
+	memcpy(c->key + n, tail, sizeof(tail));
+	k = hp_map_put(&c->paths, c->key, (n + 4) * sizeof(uint32_t), &added);
 	if (added)
 	{
 		HP_RESERVE(a, g->paths, c->paths_cap, k);
 		path = &g->paths[k];
 		path->frames = hp_alloc(a, (n + 1) * sizeof(uint32_t));
-		if (n)					/* funcs may be NULL for a path with no frame */
+		if (n)
 			memcpy(path->frames, funcs, n * sizeof(uint32_t));
 		path->nframes = (uint32_t) n;
+		path->labels = (uint8_t) tail[0];
+		path->context = tail[1];
+		path->queryid = (uint64_t) tail[2] << 32 | tail[3];
 		if (c->ninputs > 1)
 			path->input = hp_alloc(a, 2 * c->ninputs * sizeof(double));
 		g->npaths = k + 1;

@@ -29,8 +29,10 @@ typedef struct hp_combiner
 	uint32_t	ninputs;
 	hp_map		funcs;			/* name -> function index */
 	size_t		funcs_cap;
-	hp_map		paths;			/* function sequence -> path index */
+	hp_map		paths;			/* function sequence and labels -> path index */
 	size_t		paths_cap;
+	uint32_t   *key;			/* the key being looked up */
+	size_t		key_cap;
 } hp_combiner;
 
 /* Start an empty g that ninputs inputs, input i weighted weights[i], add to. */
@@ -49,5 +51,12 @@ extern uint32_t hp_combine_func(hp_combiner *c, const char *name, bool *added);
  */
 extern void hp_combine_stack(hp_combiner *c, uint32_t i, const uint32_t *funcs, size_t n,
 							 uint8_t match, double bytes, double objs);
+
+/*
+ * The same, for a sample with labels (profile.h; NULL: none): the same
+ * functions under two statements or contexts are two paths.
+ */
+extern void hp_combine_labelled(hp_combiner *c, uint32_t i, const uint32_t *funcs, size_t n,
+								uint8_t match, double bytes, double objs, const hp_sample *labels);
 
 #endif

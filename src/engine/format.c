@@ -23,6 +23,8 @@
 #define CAPTURE_PREFIX "%heapprof-capture "
 #define DATABASE_PREFIX "%heapprof-database "
 #define QUERY_PREFIX "%heapprof-query "
+#define LABEL_CONTEXT_PREFIX "%heapprof-label-context "
+#define LABEL_QUERY_PREFIX "%heapprof-label-query "
 
 /* ---- writers ---- */
 
@@ -122,6 +124,38 @@ cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The label tables' lines: names and texts cut to their slots' size, escaped. */
+static void
+format_labels(char *buf, size_t size, size_t *len, const hp_identity *id)
+{
+	char		line[48 + 4 * HP_LABEL_TEXT_MAX];
+	char		text[HP_LABEL_TEXT_MAX];
+	char		esc[4 * HP_LABEL_TEXT_MAX];
+	int			n;
+
+	for (size_t i = 0; i < id->ncontexts && i < HP_LABEL_CONTEXTS; i++)
+	{
+		if (id->contexts[i].name[0] == '\0')
+			continue;
+		snprintf(text, HP_LABEL_NAME_MAX, "%s", id->contexts[i].name);
+		escape(esc, text);
+		n = snprintf(line, sizeof(line), "%s%zx %s\n", LABEL_CONTEXT_PREFIX, i, esc);
+		if (n <= 0 || !put_line(buf, size, len, line, (size_t) n))
+			return;
+	}
+	for (size_t i = 0; i < id->nqueries && i < HP_LABEL_QUERIES; i++)
+	{
+		if (id->queries[i].queryid == 0)
+			continue;
+		snprintf(text, sizeof(text), "%s", id->queries[i].text);
+		escape(esc, text);
+		n = snprintf(line, sizeof(line), "%s%lld %s\n", LABEL_QUERY_PREFIX,
+					 (long long) id->queries[i].queryid, esc);
+		if (n <= 0 || !put_line(buf, size, len, line, (size_t) n))
+			return;
+	}
+}
+
 size_t
 hp_format_identity(char *buf, size_t size, const hp_identity *id)
 {
@@ -174,8 +208,10 @@ hp_format_identity(char *buf, size_t size, const hp_identity *id)
 				n += (size_t) snprintf(line + n, sizeof(line) - n, " %llx",
 									   (unsigned long long) starts[i]);
 		line[n++] = '\n';
-		put_line(buf, size, &len, line, n);
+		if (!put_line(buf, size, &len, line, n))
+			return len;
 	}
+	format_labels(buf, size, &len, id);
 	return len;
 }
 
@@ -284,6 +320,59 @@ add_fold_start(hp_arena *a, hp_profile *out, uint64_t v)
 	out->nfold_starts++;
 }
 
+static void unescape(const char *p, const char *end, char *out, size_t size);
+
+/* A decimal int64 after white space, then one space; advances *p. */
+static bool
+read_decimal(const char **p, const char *end, int64_t *out)
+{
+	const char *s = *p;
+	bool		neg = false;
+	uint64_t	v = 0;
+	int			digits = 0;
+
+	while (s < end && is_space(*s))
+		s++;
+	if (s < end && *s == '-')
+	{
+		neg = true;
+		s++;
+	}
+	while (s < end && *s >= '0' && *s <= '9')
+	{
+		if (++digits > 19)
+			return false;
+		v = v * 10 + (uint64_t) (*s++ - '0');
+	}
+	if (digits == 0 || v > (uint64_t) INT64_MAX + neg || s >= end || *s != ' ')
+		return false;
+	*p = s + 1;
+	*out = neg ? (int64_t) (0 - v) : (int64_t) v;
+	return true;
+}
+
+/*
+ * A label line's key and text into map / texts: the first line of a key
+ * counts, at most HP_MAX_LABEL_NAMES keys.
+ */
+static void
+read_label(hp_arena *a, hp_map *map, const char ***texts, size_t *cap,
+		   const void *key, size_t keylen, const char *p, const char *end, size_t max)
+{
+	char		text[HP_LABEL_TEXT_MAX];
+	bool		added;
+	size_t		i;
+
+	if (map->arena == NULL || map->count >= HP_MAX_LABEL_NAMES)
+		return;
+	i = hp_map_put(map, key, keylen, &added);
+	HP_RESERVE(a, *texts, *cap, i);
+	if ((*texts)[i] != NULL)
+		return;
+	unescape(p, end, text, max < sizeof(text) ? max : sizeof(text));
+	(*texts)[i] = hp_strdup(a, text);
+}
+
 void
 hp_read_comment(hp_arena *a, const char *line, size_t len, hp_profile *out)
 {
@@ -309,6 +398,30 @@ hp_read_comment(hp_arena *a, const char *line, size_t len, hp_profile *out)
 			out->coverage.known = true;
 			out->coverage.since = since;
 			out->coverage.allocated = v;
+		}
+	}
+	else if (starts_with(p, end, LABEL_CONTEXT_PREFIX))
+	{
+		p += strlen(LABEL_CONTEXT_PREFIX);
+		if (hp_read_hex(&p, end, &v) && v <= UINT32_MAX && p < end && *p == ' ')
+		{
+			uint32_t	slot = (uint32_t) v;
+
+			read_label(a, &out->label_slots, &out->slot_names, &out->slot_names_cap,
+					   &slot, sizeof(slot), p + 1, end, HP_LABEL_NAME_MAX);
+		}
+	}
+	else if (starts_with(p, end, LABEL_QUERY_PREFIX))
+	{
+		int64_t		id;
+
+		p += strlen(LABEL_QUERY_PREFIX);
+		if (read_decimal(&p, end, &id) && id != 0)
+		{
+			uint64_t	qid = (uint64_t) id;
+
+			read_label(a, &out->label_queries, &out->query_texts, &out->query_texts_cap,
+					   &qid, sizeof(qid), p, end, HP_LABEL_TEXT_MAX);
 		}
 	}
 	else if (starts_with(p, end, FOLD_PREFIX))

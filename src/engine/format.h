@@ -13,8 +13,10 @@
  *   %heapprof-capture queryid=Q growth=G partial=0|1   a statement's capture (decimal),
  *   %heapprof-database NAME           followed by these two, escaped: \\ \n and \xHH
  *   %heapprof-query TEXT
+ *   %heapprof-label-context SLOT NAME   a memory context's name, escaped (labels, below)
+ *   %heapprof-label-query QUERYID TEXT  a statement's text as this process saw it (decimal id)
  *
- * (hex numbers).  Every writer and reader of these lines -- the backend, the
+ * (hex numbers unless said).  Every writer and reader of these lines -- the backend, the
  * exit hook, the target of a pid request, the commands -- goes through here.
  * The writers are plain C into a caller's buffer with no allocation, so a
  * target process serving a request or a process at exit can use them.
@@ -50,6 +52,48 @@ typedef struct hp_coverage
 	uint64_t	allocated;
 } hp_coverage;
 
+/*
+ * Labels of a sample: jemalloc's backtrace hook (src/pg/labels.c) appends
+ * them at the root of each sampled stack as pseudo-frames, addresses no
+ * code has (non-canonical, in the range jeprof and the graph take for the
+ * kernel's): 0xfffeKK00VVVVVVVV, kind KK, value V.  A context's value is a
+ * slot of the writer's table of context names, a statement's 64-bit
+ * queryid takes two frames (high half, low half).  The names and texts the
+ * writer saw go in the %heapprof-label-* lines; parse.c takes the frames
+ * off into the sample's labels.
+ */
+#define HP_LABEL_FRAMES 3
+#define HP_LABEL_CONTEXT 1
+#define HP_LABEL_QUERY_HI 2
+#define HP_LABEL_QUERY_LO 3
+#define HP_LABEL_PC(kind, v) (UINT64_C(0xfffe000000000000) | (uint64_t) (kind) << 40 | (uint32_t) (v))
+#define HP_LABEL_KIND(pc) \
+	(((pc) & UINT64_C(0xffff00ff00000000)) == UINT64_C(0xfffe000000000000) ? (int) ((pc) >> 40 & 0xff) : 0)
+
+/* The writer's tables: a slot is in use when its name or its queryid is set. */
+#define HP_LABEL_NAME_MAX 64	/* with the NUL: a longer context name is cut */
+#define HP_LABEL_TEXT_MAX 256	/* with the NUL: a longer statement is cut */
+typedef struct hp_context_slot
+{
+	const void *key;			/* the writer's: the name's address */
+	char		name[HP_LABEL_NAME_MAX];
+} hp_context_slot;
+
+typedef struct hp_query_slot
+{
+	uint64_t	queryid;
+	char		text[HP_LABEL_TEXT_MAX];
+} hp_query_slot;
+
+/* Most slots a writer has, and most names and texts a reader keeps (of each kind). */
+#define HP_LABEL_CONTEXTS 256
+#define HP_LABEL_QUERIES 64
+#define HP_MAX_LABEL_NAMES 4096
+
+/* Room that the label lines may need at most. */
+#define HP_LABELS_MAX (HP_LABEL_CONTEXTS * (40 + 4 * HP_LABEL_NAME_MAX) + \
+					   HP_LABEL_QUERIES * (48 + 4 * HP_LABEL_TEXT_MAX))
+
 /* What a process knows of itself when it dumps: for trusting files later. */
 typedef struct hp_identity
 {
@@ -59,10 +103,14 @@ typedef struct hp_identity
 	const uint64_t *fold_starts;	/* sorted */
 	size_t		nfold_starts;
 	hp_coverage coverage;
+	const hp_context_slot *contexts;	/* the label tables: NULL, 0 if none */
+	size_t		ncontexts;
+	const hp_query_slot *queries;
+	size_t		nqueries;
 } hp_identity;
 
 /* Room that hp_format_identity may need at most. */
-#define HP_IDENTITY_MAX (64 + 64 + HP_MAX_OBJECTS * 170 + 32 + HP_MAX_FOLD_STARTS * 17)
+#define HP_IDENTITY_MAX (64 + 64 + HP_MAX_OBJECTS * 170 + 32 + HP_MAX_FOLD_STARTS * 17 + HP_LABELS_MAX)
 
 /* Who took a stored profile, and when. */
 typedef struct hp_meta

@@ -228,7 +228,7 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, uint32_t i)
 				seq[n++] = t->funcs[u];
 			}
 		}
-		hp_combine_stack(&b->c, i, seq, n, m, smp->bytes, smp->objs);
+		hp_combine_labelled(&b->c, i, seq, n, m, smp->bytes, smp->objs, smp);
 	}
 }
 

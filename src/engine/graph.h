@@ -19,6 +19,14 @@ typedef enum hp_measure
 	HP_INUSE_OBJECTS
 } hp_measure;
 
+/* What a report puts at the root of every stack (labels.h). */
+typedef enum hp_group
+{
+	HP_GROUP_FUNCTION,			/* nothing: functions only */
+	HP_GROUP_QUERY,				/* "query ID", or "query (none)" outside any statement */
+	HP_GROUP_CONTEXT			/* "context NAME", or "context (none)" */
+} hp_group;
+
 typedef struct hp_options
 {
 	hp_measure	measure;
@@ -61,6 +69,15 @@ typedef struct hp_options
 
 	/* flame graph: the object (file name) of the program itself, warm colors; NULL: none */
 	const char *home_object;
+
+	/*
+	 * Labels (labels.h): a root per statement or context, and only the
+	 * samples of one statement (with_queryid) or one context (NULL: any).
+	 */
+	hp_group	group_by;
+	bool		with_queryid;
+	uint64_t	queryid;
+	const char *context;
 } hp_options;
 
 #define HP_OPTIONS_DEFAULT { \
@@ -84,8 +101,8 @@ typedef struct hp_func
 /*
  * A call path after the allocator's frames are cut: the functions on it,
  * leaf first, with functions inlined at an address before the function they
- * are inlined into.  Stacks with the same functions are one path, however
- * many inputs they come from (combine.h).
+ * are inlined into.  Stacks with the same functions and labels are one
+ * path, however many inputs they come from (combine.h).
  */
 typedef struct hp_path
 {
@@ -98,6 +115,9 @@ typedef struct hp_path
 	double		current;		/* the measure in input 0 alone: the profile, before any base */
 	/* input i's own bytes and objs, input[2 i] and input[2 i + 1]; NULL with one input */
 	double	   *input;
+	uint8_t		labels;			/* its samples' labels (profile.h): paths differ by them too */
+	uint32_t	context;		/* the current profile's contexts[context] */
+	uint64_t	queryid;
 } hp_path;
 
 typedef struct hp_graph

@@ -10,7 +10,8 @@
  * is bounded by len, a count line with a number beyond 19 digits is ignored
  * (like any line that does not match), a malformed header or stack line, or
  * a stack of more than HP_MAX_FRAMES frames, is an error naming its line
- * number, and nothing is a crash.  The leading "%" lines are format.c's.
+ * number, and nothing is a crash.  Label frames at a stack's root (format.h)
+ * become its samples' labels.  The leading "%" lines are format.c's.
  * Work is counted per line, per 64 bytes and per frame (hp_work).
  */
 #include "profile.h"
@@ -99,12 +100,57 @@ read_pc(cursor *c, uint64_t *out)
 }
 
 /*
- * Parse the addresses of an "@" line (after "@\s+") into arena memory.
- * False for a malformed address; *npcs is then HP_MAX_FRAMES + 1 when the
- * stack is merely too long.
+ * Take the label frames (format.h) off the root end of a stack as dumped
+ * (before callers are stepped back) into *s: a frame of another kind, or a
+ * label inside the stack, is left as an address.  Both halves make a queryid.
+ */
+static uint32_t
+take_labels(uint64_t *v, uint32_t n, hp_sample *s)
+{
+	uint8_t		halves = 0;
+	uint64_t	id = 0;
+
+	s->labels = 0;
+	s->context = 0;
+	s->queryid = 0;
+	for (; n > 0; n--)
+	{
+		uint64_t	pc = v[n - 1];
+
+		switch (HP_LABEL_KIND(pc))
+		{
+			case HP_LABEL_CONTEXT:
+				s->labels |= HP_HAS_CONTEXT;
+				s->context = (uint32_t) pc;
+				break;
+			case HP_LABEL_QUERY_HI:
+				halves |= 1;
+				id = (id & UINT64_C(0xffffffff)) | (pc & UINT64_C(0xffffffff)) << 32;
+				break;
+			case HP_LABEL_QUERY_LO:
+				halves |= 2;
+				id = (id & ~UINT64_C(0xffffffff)) | (pc & UINT64_C(0xffffffff));
+				break;
+			default:
+				goto done;
+		}
+	}
+done:
+	if (halves == 3 && id != 0)
+	{
+		s->labels |= HP_HAS_QUERY;
+		s->queryid = id;
+	}
+	return n;
+}
+
+/*
+ * Parse the addresses of an "@" line (after "@\s+") into arena memory,
+ * its labels into *labels.  False for a malformed address; *npcs is then
+ * HP_MAX_FRAMES + 1 when the stack is merely too long.
  */
 static bool
-parse_stack(hp_arena *a, cursor c, const uint64_t **pcs, uint32_t *npcs)
+parse_stack(hp_arena *a, cursor c, const uint64_t **pcs, uint32_t *npcs, hp_sample *labels)
 {
 	uint64_t   *v = NULL;
 	size_t		n = 0;
@@ -128,10 +174,12 @@ parse_stack(hp_arena *a, cursor c, const uint64_t **pcs, uint32_t *npcs)
 			return false;
 		}
 		HP_RESERVE(a, v, cap, n);
-		/* callers hold return addresses: step back into the call */
-		v[n] = n == 0 ? pc : pc - 1;
-		n++;
+		v[n++] = pc;
 	}
+	n = take_labels(v, (uint32_t) n, labels);
+	/* callers hold return addresses: step back into the call */
+	for (size_t i = 1; i < n; i++)
+		v[i]--;
 	*pcs = v;
 	*npcs = (uint32_t) n;
 	return true;
@@ -152,11 +200,14 @@ hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
 	cursor		all = {text, text + len};
 	const uint64_t *pcs = NULL;
 	uint32_t	npcs = 0;
+	hp_sample	labels = {0};
 	bool		have_stack = false;
 	size_t		lineno = 0;
 	double		rate;
 
 	memset(out, 0, sizeof(*out));
+	hp_map_init(&out->label_slots, a);
+	hp_map_init(&out->label_queries, a);
 	while (all.p < all.end)
 	{
 		const char *nl = memchr(all.p, '\n', (size_t) (all.end - all.p));
@@ -208,7 +259,7 @@ hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
 
 			if (!expect_spaces(&rest))
 				continue;		/* jeprof needs "@\s+"; anything else is ignored */
-			if (!parse_stack(a, rest, &pcs, &npcs))
+			if (!parse_stack(a, rest, &pcs, &npcs, &labels))
 			{
 				if (npcs > HP_MAX_FRAMES)
 					snprintf(err, errlen, "stack on line %zu has more than %d frames",
@@ -235,6 +286,9 @@ hp_parse(hp_arena *a, const char *text, size_t len, hp_profile *out,
 			s->bytes = v[1];
 			s->acc_objs = v[2];
 			s->acc_bytes = v[3];
+			s->labels = labels.labels;
+			s->context = labels.context;
+			s->queryid = labels.queryid;
 		}
 	}
 	if (out->rate == 0)

@@ -30,7 +30,14 @@ typedef struct hp_sample
 	double		bytes;			/* in-use bytes (usable size) */
 	double		acc_objs;		/* cumulative, only with prof_accum:true */
 	double		acc_bytes;
+	/* its labels, from the HP_LABEL_* frames at its root (format.h), which the stack loses */
+	uint8_t		labels;			/* HP_HAS_QUERY | HP_HAS_CONTEXT */
+	uint32_t	context;		/* the writer's slot; after hp_labels_prepare, hp_profile.contexts[i] */
+	uint64_t	queryid;
 } hp_sample;
+
+#define HP_HAS_QUERY 1
+#define HP_HAS_CONTEXT 2
 
 typedef struct hp_profile
 {
@@ -56,6 +63,21 @@ typedef struct hp_profile
 	uint64_t   *fold_starts;
 	size_t		nfold_starts;
 	hp_coverage coverage;		/* unknown unless recorded */
+
+	/*
+	 * The %heapprof-label-* lines: a context slot (4 bytes) or a queryid (8)
+	 * -> its index in the map, the same index in slot_names / query_texts
+	 * (NULL: no line).  hp_labels_prepare (labels.h) then names every
+	 * sample's context: contexts[sample.context].
+	 */
+	hp_map		label_slots;
+	const char **slot_names;
+	size_t		slot_names_cap;
+	hp_map		label_queries;
+	const char **query_texts;
+	size_t		query_texts_cap;
+	const char **contexts;
+	size_t		ncontexts;
 } hp_profile;
 
 /*

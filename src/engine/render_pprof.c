@@ -9,6 +9,7 @@
  * the Mapping it lies in, with the object's build-id.  Values are whole
  * numbers, truncated as jeprof prints them; with a base they may be negative.
  */
+#include "labels.h"
 #include "maps.h"
 #include "render.h"
 
@@ -24,7 +25,8 @@ enum
 	PROFILE_LOCATION = 4, PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6,
 	PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12, PROFILE_COMMENT = 13, PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 	VALUETYPE_TYPE = 1, VALUETYPE_UNIT = 2,
-	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2,
+	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
+	LABEL_KEY = 1, LABEL_STR = 2,
 	MAPPING_ID = 1, MAPPING_START = 2, MAPPING_LIMIT = 3, MAPPING_OFFSET = 4,
 	MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6, MAPPING_HAS_FUNCTIONS = 7,
 	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_LINE = 4,
@@ -195,6 +197,36 @@ mapping_of(const mapping *sorted, size_t n, uint64_t addr)
 	return lo > 0 && addr < sorted[lo - 1].limit ? sorted[lo - 1].id : 0;
 }
 
+/* A sample's labels as pprof's (go tool pprof -tags, -tagfocus=queryid=ID, -tagroot=context). */
+static void
+put_labels(hp_buf *msg, strings *st, const hp_profile *p, const hp_path *path, hp_arena *a)
+{
+	const char *ctx = hp_labels_context(p, path);
+	char		id[24];
+	hp_buf		label;
+
+	/*
+	 * A string: pprof shows numeric labels as doubles, which would round the
+	 * queryid.  (-tagfocus takes a bare number for a numeric range: select
+	 * one statement with a regular expression, queryid=^ID$.)
+	 */
+	if (path->labels & HP_HAS_QUERY)
+	{
+		snprintf(id, sizeof(id), "%lld", (long long) path->queryid);
+		hp_buf_init(&label, a);
+		put_int(&label, LABEL_KEY, string_index(st, "queryid"));
+		put_int(&label, LABEL_STR, string_index(st, id));
+		put_message(msg, SAMPLE_LABEL, &label);
+	}
+	if (ctx && *ctx)			/* pprof drops an empty value */
+	{
+		hp_buf_init(&label, a);
+		put_int(&label, LABEL_KEY, string_index(st, "context"));
+		put_int(&label, LABEL_STR, string_index(st, ctx));
+		put_message(msg, SAMPLE_LABEL, &label);
+	}
+}
+
 void
 hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 				const hp_graph *g, const hp_options *o, hp_buf *out)
@@ -314,6 +346,7 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 		hp_buf_init(&msg, a);
 		put_message(&msg, SAMPLE_LOCATION_ID, &ids);	/* packed */
 		put_message(&msg, SAMPLE_VALUE, &vals);
+		put_labels(&msg, &st, p, path, a);
 		put_message(&pb, PROFILE_SAMPLE, &msg);
 	}
 

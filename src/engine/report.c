@@ -1,7 +1,8 @@
 /*
  * report.c -- run the pipeline stages in order (see profile.h):
- * parse -> unsample -> locate -> graph -> render.
+ * parse -> unsample -> labels -> locate -> graph -> labels -> render.
  */
+#include "labels.h"
 #include "report.h"
 
 #include <string.h>
@@ -34,6 +35,15 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 	read_profile(a, dump, len, "", &r->profile);
 	if (base)
 		read_profile(a, base, base_len, "base profile: ", &old);
+	/* labels split paths only where the report shows them (a window's rows have no label columns) */
+	hp_labels_prepare(a, &r->profile, base ? &old : NULL, o,
+					  (kind == HP_REPORT_STACKS && !o->join_base) || kind == HP_REPORT_PPROF ||
+					  kind == HP_REPORT_QUERIES || o->group_by != HP_GROUP_FUNCTION);
+	if (kind == HP_REPORT_QUERIES)
+	{
+		r->nqueries = hp_labels_queries(a, &r->profile, base ? &old : NULL, o, &r->queries);
+		return;
+	}
 	/* the current profile first: its modules get the identity checks */
 	hp_symbolize_profile(a, s, &r->profile, &r->located);
 	if (base)
@@ -46,6 +56,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 		for (size_t i = 0; i < r->profile.nsamples; i++)
 			r->graph.profile_bytes += r->profile.samples[i].bytes;
 	}
+	hp_labels_group(a, &r->profile, o, &r->graph);
 
 	switch (kind)
 	{
@@ -62,6 +73,7 @@ hp_analyze(hp_arena *a, hp_symbolizer *s, const char *dump, size_t len,
 			r->nrows = hp_top(a, &r->graph, limit, o->by_cum, &r->rows);
 			break;
 		case HP_REPORT_STACKS:
+		case HP_REPORT_QUERIES:
 			break;
 		case HP_REPORT_FLAMEGRAPH:
 			hp_render_flamegraph(a, &r->graph, o, o->program, diff, &r->text);

@@ -7,6 +7,7 @@
 #ifndef HEAPPROF_REPORT_H
 #define HEAPPROF_REPORT_H
 
+#include "labels.h"
 #include "render.h"
 
 typedef enum hp_report_kind
@@ -17,7 +18,8 @@ typedef enum hp_report_kind
 	HP_REPORT_TOP,				/* rows, no text */
 	HP_REPORT_STACKS,			/* graph paths, no text */
 	HP_REPORT_PPROF,			/* gzip'ed profile.proto in text (binary) */
-	HP_REPORT_FLAMEGRAPH		/* SVG */
+	HP_REPORT_FLAMEGRAPH,		/* SVG */
+	HP_REPORT_QUERIES			/* query rows (labels.h), not symbolized */
 } hp_report_kind;
 
 typedef struct hp_result
@@ -28,6 +30,8 @@ typedef struct hp_result
 	hp_buf		text;
 	hp_row	   *rows;
 	size_t		nrows;
+	hp_query_row *queries;
+	size_t		nqueries;
 } hp_result;
 
 /*

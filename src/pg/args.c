@@ -38,7 +38,9 @@ typedef enum arg_kind
 	ARG_TEXT,					/* base, stored, title: NULL = none */
 	ARG_PID,
 	ARG_ORDER,					/* order_by: 'flat' or 'cum' -> by_cum */
-	ARG_SECONDS					/* seconds: a window, 0 < s <= hi; NULL = none */
+	ARG_SECONDS,				/* seconds: a window, 0 < s <= hi; NULL = none */
+	ARG_GROUP,					/* group_by: 'function', 'query' or 'context' */
+	ARG_QUERYID					/* queryid: bigint; NULL = any */
 } arg_kind;
 
 typedef struct arg_spec
@@ -71,6 +73,9 @@ static const arg_spec specs[] = {
 	{"order_by", ARG_ORDER, AT(o.by_cum)},
 	{"peak", ARG_BOOL, AT(peak)},
 	{"seconds", ARG_SECONDS, AT(seconds), 0, MAX_WINDOW_SECONDS},
+	{"group_by", ARG_GROUP, AT(o.group_by)},
+	{"queryid", ARG_QUERYID, AT(o.queryid)},
+	{"context", ARG_TEXT, AT(o.context)},
 };
 
 #define FIELD(a, spec, type) ((type *) ((char *) (a) + (spec)->offset))
@@ -107,6 +112,27 @@ get_order(FunctionCallInfo fcinfo, int i, const char *name)
 				 errmsg("%s must be 'flat' or 'cum', not \"%s\"", name, v),
 				 errhint("Allowed values: 'flat', 'cum'.")));
 	return strcmp(v, "cum") == 0;
+}
+
+/* What a report puts at the root of each stack (labels: queryid, memory context). */
+static hp_group
+get_group(FunctionCallInfo fcinfo, int i, const char *name)
+{
+	char	   *v;
+
+	if (PG_ARGISNULL(i))
+		null_arg(name, "'function', 'query', 'context'");
+	v = text_to_cstring(PG_GETARG_TEXT_PP(i));
+	if (strcmp(v, "function") == 0)
+		return HP_GROUP_FUNCTION;
+	if (strcmp(v, "query") == 0)
+		return HP_GROUP_QUERY;
+	if (strcmp(v, "context") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be 'function', 'query' or 'context', not \"%s\"", name, v),
+				 errhint("'query' puts each statement's stacks under a root \"query QUERYID\", 'context' under the memory context they were allocated in.")));
+	return HP_GROUP_CONTEXT;
 }
 
 static int
@@ -215,6 +241,15 @@ apply(FunctionCallInfo fcinfo, int i, const arg_spec *spec, hp_report_kind kind,
 			break;
 		case ARG_ORDER:
 			*FIELD(a, spec, bool) = get_order(fcinfo, i, spec->name);
+			break;
+		case ARG_GROUP:
+			*FIELD(a, spec, hp_group) = get_group(fcinfo, i, spec->name);
+			break;
+		case ARG_QUERYID:
+			/* pg_stat_statements' signed form */
+			a->o.with_queryid = !PG_ARGISNULL(i);
+			if (a->o.with_queryid)
+				*FIELD(a, spec, uint64_t) = (uint64_t) PG_GETARG_INT64(i);
 			break;
 		case ARG_SECONDS:
 			if (!PG_ARGISNULL(i))

@@ -52,6 +52,20 @@ typedef BackendId hpg_signal_id;
 #define hpg_signal_id_of(proc, is_backend) ((is_backend) ? (proc)->backendId : InvalidBackendId)
 #endif
 
+/*
+ * The queryid of the top-level statement running, as pg_stat_activity shows
+ * it (pgstat_get_my_query_id's field), and 0 when none runs: an idle
+ * session's entry keeps its last statement's.  Plain reads of this
+ * backend's own entry.  18 made the field int64, from uint64.
+ */
+static inline uint64
+hpg_running_query_id(void)
+{
+	PgBackendStatus *be = MyBEEntry;
+
+	return be != NULL && be->st_state == STATE_RUNNING ? (uint64) be->st_query_id : 0;
+}
+
 /* 17 added the Bump allocator, whose method table fold.c reads too. */
 #if PG_VERSION_NUM >= 170000
 #define HPG_HAVE_BUMP 1

@@ -4,8 +4,8 @@
  * heapprof puts jemalloc's heap profiler behind SQL.  This file only holds
  * what PostgreSQL needs to load the module and what happens when a client
  * backend starts; each part defines its own settings (analysis.c,
- * exitdump.c, request.c, peak.c, recording.c, statements.c) and the SQL
- * functions live with their purpose: control.c (status and switches),
+ * exitdump.c, labels.c, request.c, peak.c, recording.c, statements.c) and
+ * the SQL functions live with their purpose: control.c (status and switches),
  * reports.c (profiles as rows and values), snapshots.c, exitdump.c and
  * statements.c (profiles kept under a name), stored.c (any of them by name),
  * objects.c (debug info of the loaded objects).
@@ -24,6 +24,7 @@
 #include "exitdump.h"
 #include "fold.h"
 #include "jemalloc.h"
+#include "labels.h"
 #include "peak.h"
 #include "recording.h"
 #include "request.h"
@@ -79,6 +80,7 @@ _PG_init(void)
 	hpg_recording_init();
 	hpg_statements_init();
 	hpg_peak_init();
+	hpg_labels_init();
 	DefineCustomBoolVariable("heapprof.enable_at_start",
 							 "Client backends start with heap profiling active.",
 							 "For exit dumps of every session. Needs shared_preload_libraries = 'heapprof'.",

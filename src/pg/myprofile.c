@@ -27,6 +27,7 @@
 #include "files.h"
 #include "fold.h"
 #include "jemalloc.h"
+#include "labels.h"
 #include "myprofile.h"
 #include "engine/format.h"
 
@@ -118,6 +119,7 @@ hpg_identity_text(char *buf, size_t size, bool coverage)
 	id.coverage.since = st.sampling_since;
 	/* heapprof's own caches are never sampled: not what the profile misses */
 	id.coverage.allocated = st.allocated - Min(st.allocated, (uint64) Max(hpg_symbolizer_bytes(), 0));
+	hpg_labels_tables(&id);
 	return hp_format_identity(buf, size, &id);
 }
 

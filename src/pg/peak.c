@@ -4,11 +4,11 @@
  * A backend's memory can spike and fall back (a hash join's table, a big
  * sort) long before anyone looks, and jemalloc keeps no profile of the past.
  * So heapprof takes one on the way up.  jemalloc calls a hook for the
- * backtrace of every sampled allocation; there heapprof compares what this
- * thread holds (allocated minus freed: two counters) with the next
- * threshold.  Nothing may be dumped inside malloc, so passing it only asks
- * for the process's next CHECK_FOR_INTERRUPTS through the memory-context
- * interrupt that requests from other processes use (target.c), where the
+ * backtrace of every sampled allocation (where labels.c also labels it);
+ * there heapprof compares what this thread holds (allocated minus freed:
+ * two counters) with the next threshold.  Nothing may be dumped inside
+ * malloc, so passing it only asks for the process's next
+ * CHECK_FOR_INTERRUPTS through the memory-context interrupt that requests from other processes use (target.c), where the
  * profile is written to $PGDATA/heapprof/peaks/PID.heap (its identity lines
  * in PID.heap.ids), replacing the previous one.
  *
@@ -40,6 +40,7 @@
 #include "utils/timestamp.h"
 
 #include "jemalloc.h"
+#include "labels.h"
 #include "myprofile.h"
 #include "peak.h"
 #include "recording.h"
@@ -83,7 +84,9 @@ backtrace_hook(void **vec, unsigned *len, unsigned max_len)
 {
 	int64		net;
 
-	prev_backtrace(vec, len, max_len);
+	/* room at the root for the labels */
+	prev_backtrace(vec, len, max_len > HP_LABEL_FRAMES ? max_len - HP_LABEL_FRAMES : max_len);
+	hpg_labels_push(vec, len, max_len);
 	if (!IsUnderPostmaster || due)
 		return;
 	net = hpj_thread_net();

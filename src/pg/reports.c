@@ -36,6 +36,7 @@ PG_FUNCTION_INFO_V1(heapprof_dump_text);
 PG_FUNCTION_INFO_V1(heapprof_dump_collapsed);
 PG_FUNCTION_INFO_V1(heapprof_top);
 PG_FUNCTION_INFO_V1(heapprof_stacks);
+PG_FUNCTION_INFO_V1(heapprof_query_bytes);
 PG_FUNCTION_INFO_V1(heapprof_dump_raw);
 PG_FUNCTION_INFO_V1(heapprof_dump_portable);
 PG_FUNCTION_INFO_V1(heapprof_forget_symbols);
@@ -67,8 +68,15 @@ notice_if_empty(const hp_result *r, const hpg_report_args *a)
 	bool		active = false;
 	hpj_status	st;
 
-	if (g->npaths > 0 && g->local_total != 0)
+	if ((g->npaths > 0 && g->local_total != 0) || r->nqueries > 0)
 		return;
+	if (a->o.with_queryid || a->o.context)
+	{
+		ereport(NOTICE,
+				(errmsg("no sampled allocation of the heap profile has that %s", a->o.context ? "context" : "queryid"),
+				 errhint("heapprof_stacks() shows each stack's queryid and context; a queryid is recorded only with compute_query_id on (or auto with pg_stat_statements loaded) and heapprof.labels on.")));
+		return;
+	}
 	if (filtered && g->npaths == 0 && g->total != 0)
 	{
 		ereport(NOTICE,
@@ -385,8 +393,9 @@ emit_paths(FunctionCallInfo fcinfo, const hp_result *r, bool temporary)
 	{
 		const hp_path *path = &g->paths[k];
 		Datum	   *frames = palloc(sizeof(Datum) * (path->nframes + 1));
-		Datum		values[5];
-		bool		nulls[5] = {0};
+		const char *ctx = hp_labels_context(&r->profile, path);
+		Datum		values[7];
+		bool		nulls[7] = {0};
 		int			n = 0;
 
 		CHECK_FOR_INTERRUPTS();
@@ -404,7 +413,15 @@ emit_paths(FunctionCallInfo fcinfo, const hp_result *r, bool temporary)
 			values[n] = pct_datum(temp, path->bytes, &nulls[n]);
 			n++;
 		}
-		values[n] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
+		values[n++] = PointerGetDatum(construct_array(frames, (int) path->nframes, TEXTOID, -1, false, TYPALIGN_INT));
+		if (!temporary)
+		{
+			/* the statement (as pg_stat_statements has it) and the memory context; 1.1 has no such columns */
+			values[n] = Int64GetDatum((int64) path->queryid);
+			nulls[n++] = !(path->labels & HP_HAS_QUERY);
+			values[n] = ctx ? SafeTextDatum(ctx) : (Datum) 0;
+			nulls[n++] = ctx == NULL;
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		pfree(frames);
 	}
@@ -420,6 +437,31 @@ static void
 emit_allocations(FunctionCallInfo fcinfo, const hp_result *r)
 {
 	emit_paths(fcinfo, r, true);
+}
+
+/* A row per queryid: what each statement's allocations hold, and its text as the process saw it. */
+static void
+emit_queries(FunctionCallInfo fcinfo, const hp_result *r)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	hp_wholes	bytes = {0};
+	hp_wholes	objs = {0};
+
+	for (size_t k = 0; k < r->nqueries; k++)
+	{
+		const hp_query_row *q = &r->queries[k];
+		Datum		values[4];
+		bool		nulls[4] = {0};
+
+		CHECK_FOR_INTERRUPTS();
+		values[0] = Int64GetDatum((int64) q->queryid);
+		nulls[0] = !q->has_queryid;
+		values[1] = q->text ? SafeTextDatum(q->text) : (Datum) 0;
+		nulls[1] = q->text == NULL;
+		values[2] = Int64GetDatum(hp_whole_next(&bytes, q->bytes));
+		values[3] = Int64GetDatum(hp_whole_next(&objs, q->objs));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 }
 
 /* ---- SQL functions: their arguments are in heapprof--1.0.sql and args.c ---- */
@@ -457,6 +499,14 @@ Datum
 heapprof_stacks(PG_FUNCTION_ARGS)
 {
 	run_report(fcinfo, HP_REPORT_STACKS, emit_stacks, OF_ARGS);
+	return (Datum) 0;
+}
+
+/* a row per queryid (heapprof_queries joins pg_stat_statements) */
+Datum
+heapprof_query_bytes(PG_FUNCTION_ARGS)
+{
+	run_report(fcinfo, HP_REPORT_QUERIES, emit_queries, OF_ARGS);
 	return (Datum) 0;
 }
 
