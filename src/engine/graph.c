@@ -245,9 +245,8 @@ add_stacks(builder *b, const hp_profile *p, const pc_table *t, double sign)
 		if (added)
 		{
 			HP_RESERVE(a, g->paths, b->paths_cap, k);
-			g->paths[k].frames = hp_alloc(a, (n + 1) * sizeof(uint32_t));
-			if (n)				/* seq is NULL for a path with no frame left */
-				memcpy(g->paths[k].frames, seq, n * sizeof(uint32_t));
+			/* the map's copy of the key: never written, and one less per path */
+			g->paths[k].frames = (uint32_t *) b->paths.keys[k].key;
 			g->paths[k].nframes = (uint32_t) n;
 			g->npaths = k + 1;
 		}
