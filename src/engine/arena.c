@@ -29,7 +29,7 @@ typedef union
 
 /*
  * A chunk is either shared by small allocations, bumped, or holds one large
- * block of its own.  The list is doubly linked so that a large block
+ * block of its own (above CHUNK_SIZE / 4).  The list is doubly linked so that a large block
  * replaced by hp_grow goes back at once: an array or text grown by doubling
  * then holds at most its last two copies, not all of them.
  */
@@ -155,9 +155,25 @@ hp_alloc(hp_arena *a, size_t size)
 static void *
 regrow(hp_arena *a, void *old, size_t old_size, size_t keep, size_t new_size)
 {
-	void	   *p = hp_alloc(a, new_size);
+	void	   *p;
 	hp_chunk   *c;
 
+	/*
+	 * The last block bumped grows where it is while it stays small (a large
+	 * block is always a chunk of its own): a parsed stack's frames take
+	 * their own size, not the sum of every size they grew through.
+	 */
+	if (old && (char *) old + rounded(old_size) == a->cur && new_size <= CHUNK_SIZE / 4 &&
+		rounded(new_size) >= rounded(old_size) && rounded(new_size) - rounded(old_size) <= a->left)
+	{
+		size_t		more = rounded(new_size) - rounded(old_size);
+
+		memset(a->cur, 0, more);
+		a->cur += more;
+		a->left -= more;
+		return old;
+	}
+	p = hp_alloc(a, new_size);
 	if (old == NULL || old_size == 0)
 		return p;
 	memcpy(p, old, keep < new_size ? keep : new_size);
@@ -202,7 +218,7 @@ hp_buf_init(hp_buf *b, hp_arena *a)
 void
 hp_buf_reserve(hp_buf *b, size_t more)
 {
-	size_t		cap = b->cap ? b->cap : 1024;
+	size_t		cap = b->cap ? b->cap : 64;
 
 	if (b->len + more + 1 <= b->cap)
 		return;
