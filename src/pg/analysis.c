@@ -119,7 +119,7 @@ env_error(void *ctx, hp_status code, const char *message)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("the report needs more memory than heapprof.report_memory_limit (%s) allows",
-						GetConfigOption("heapprof.report_memory_limit", false, false)),
+						GetConfigOptionByName("heapprof.report_memory_limit", NULL, false)),
 				 errdetail("%s", message),
 				 errhint("Analyse the profile off the server with heapprof-report (heapprof_dump_portable() gives a live heap; "
 						 "a stored profile is a file under $PGDATA/heapprof), or sample more coarsely "
