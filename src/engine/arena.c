@@ -7,6 +7,7 @@
 #include "arena.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,9 +27,18 @@ typedef union
 	double		d;
 } aligned;
 
+/*
+ * A chunk is either shared by small allocations, bumped, or holds one large
+ * block of its own (above CHUNK_SIZE / 4).  The list is doubly linked so that a large block
+ * replaced by hp_grow goes back at once: an array or text grown by doubling
+ * then holds at most its last two copies, not all of them.
+ */
 struct hp_chunk
 {
 	hp_chunk   *next;
+	hp_chunk   *prev;
+	hp_arena   *owner;			/* set on large blocks only: the check in hp_grow */
+	size_t		size;			/* bytes taken from env->alloc */
 	aligned		data[];
 };
 
@@ -42,16 +52,27 @@ hp_arena_init(hp_arena *a, hp_env *env)
 	a->total = 0;
 }
 
+static void
+release(hp_arena *a, hp_chunk *c)
+{
+	hp_env	   *env = a->env;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		a->chunks = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	a->total -= c->size;
+	env->taken -= c->size < env->taken ? c->size : env->taken;
+	env->free(env->ctx, c);
+}
+
 void
 hp_arena_free(hp_arena *a)
 {
 	while (a->chunks)
-	{
-		hp_chunk   *next = a->chunks->next;
-
-		a->env->free(a->env->ctx, a->chunks);
-		a->chunks = next;
-	}
+		release(a, a->chunks);
 	hp_arena_init(a, a->env);
 }
 
@@ -61,6 +82,40 @@ out_of_memory(hp_arena *a)
 	hp_fail(a->env, HP_ENOMEM, "out of memory while analysing the heap profile");
 }
 
+/* A chunk of want bytes, linked at once: an error raised later still frees it. */
+static hp_chunk *
+take(hp_arena *a, size_t want)
+{
+	hp_env	   *env = a->env;
+	size_t		size = sizeof(hp_chunk) + want;
+	hp_chunk   *c;
+
+	/* checked before env->alloc: over budget, nothing was taken */
+	if (env->limit && (env->taken > env->limit || size > env->limit - env->taken))
+		hp_fail(env, HP_EBUDGET,
+				"the analysis needs more than its memory budget of %zu kB (%zu kB taken, %zu kB more asked)",
+				env->limit / 1024, env->taken / 1024, (size + 1023) / 1024);
+	c = env->alloc(env->ctx, size);
+	if (c == NULL)
+		out_of_memory(a);
+	c->size = size;
+	c->owner = NULL;
+	c->prev = NULL;
+	c->next = a->chunks;
+	if (a->chunks)
+		a->chunks->prev = c;
+	a->chunks = c;
+	a->total += size;
+	env->taken += size;
+	return c;
+}
+
+static size_t
+rounded(size_t size)
+{
+	return (size + ALIGN - 1) & ~(size_t) (ALIGN - 1);
+}
+
 void *
 hp_alloc(hp_arena *a, size_t size)
 {
@@ -68,26 +123,22 @@ hp_alloc(hp_arena *a, size_t size)
 
 	if (size > SIZE_MAX / 2)
 		out_of_memory(a);
-	size = (size + ALIGN - 1) & ~(size_t) (ALIGN - 1);
+	size = rounded(size);
 	if (size > a->left)
 	{
-		size_t		want = size > CHUNK_SIZE / 4 ? size : CHUNK_SIZE;
-		hp_chunk   *c = a->env->alloc(a->env->ctx, sizeof(hp_chunk) + want);
+		hp_chunk   *c;
 
-		if (c == NULL)
-			out_of_memory(a);
-		a->total += sizeof(hp_chunk) + want;
-		/* linked at once: an error raised later still frees it */
-		c->next = a->chunks;
-		a->chunks = c;
-		if (want != CHUNK_SIZE)
+		if (size > CHUNK_SIZE / 4)
 		{
 			/* a large block gets a chunk of its own; keep bumping the old one */
+			c = take(a, size);
+			c->owner = a;
 			memset(c->data, 0, size);
 			return c->data;
 		}
+		c = take(a, CHUNK_SIZE);
 		a->cur = (char *) c->data;
-		a->left = want;
+		a->left = CHUNK_SIZE;
 	}
 	p = a->cur;
 	a->cur += size;
@@ -96,14 +147,47 @@ hp_alloc(hp_arena *a, size_t size)
 	return p;
 }
 
+/*
+ * old, of old_size bytes as allocated, becomes new_size bytes whose first
+ * keep are old's.  A large block (a chunk of its own, as its size and its
+ * chunk's header both say) is given back once copied.
+ */
+static void *
+regrow(hp_arena *a, void *old, size_t old_size, size_t keep, size_t new_size)
+{
+	void	   *p;
+	hp_chunk   *c;
+
+	/*
+	 * The last block bumped grows where it is while it stays small (a large
+	 * block is always a chunk of its own): a parsed stack's frames take
+	 * their own size, not the sum of every size they grew through.
+	 */
+	if (old && (char *) old + rounded(old_size) == a->cur && new_size <= CHUNK_SIZE / 4 &&
+		rounded(new_size) >= rounded(old_size) && rounded(new_size) - rounded(old_size) <= a->left)
+	{
+		size_t		more = rounded(new_size) - rounded(old_size);
+
+		memset(a->cur, 0, more);
+		a->cur += more;
+		a->left -= more;
+		return old;
+	}
+	p = hp_alloc(a, new_size);
+	if (old == NULL || old_size == 0)
+		return p;
+	memcpy(p, old, keep < new_size ? keep : new_size);
+	c = (hp_chunk *) ((char *) old - offsetof(hp_chunk, data));
+	if (rounded(old_size) > CHUNK_SIZE / 4 && c->owner == a &&
+		c->size == sizeof(hp_chunk) + rounded(old_size))
+		release(a, c);
+	return p;
+}
+
 void *
 hp_grow(hp_arena *a, void *old, size_t old_size, size_t new_size)
 {
-	void	   *p = hp_alloc(a, new_size);
-
-	if (old && old_size)
-		memcpy(p, old, old_size < new_size ? old_size : new_size);
-	return p;
+	return regrow(a, old, old_size, old_size, new_size);
 }
 
 char *
@@ -131,23 +215,23 @@ hp_buf_init(hp_buf *b, hp_arena *a)
 	b->cap = 0;
 }
 
-static void
-buf_reserve(hp_buf *b, size_t more)
+void
+hp_buf_reserve(hp_buf *b, size_t more)
 {
-	size_t		cap = b->cap ? b->cap : 1024;
+	size_t		cap = b->cap ? b->cap : 64;
 
 	if (b->len + more + 1 <= b->cap)
 		return;
 	while (cap < b->len + more + 1)
 		cap *= 2;
-	b->data = hp_grow(b->arena, b->data, b->len, cap);
+	b->data = regrow(b->arena, b->data, b->cap, b->len, cap);
 	b->cap = cap;
 }
 
 void
 hp_buf_append(hp_buf *b, const char *s, size_t len)
 {
-	buf_reserve(b, len);
+	hp_buf_reserve(b, len);
 	memcpy(b->data + b->len, s, len);
 	b->len += len;
 	b->data[b->len] = '\0';
@@ -164,7 +248,7 @@ hp_buf_printf(hp_buf *b, const char *fmt,...)
 	va_end(ap);
 	if (n < 0)
 		return;
-	buf_reserve(b, (size_t) n);
+	hp_buf_reserve(b, (size_t) n);
 	va_start(ap, fmt);
 	vsnprintf(b->data + b->len, (size_t) n + 1, fmt, ap);
 	va_end(ap);

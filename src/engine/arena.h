@@ -8,6 +8,7 @@
  * every call.  The arena is consistent at every allocation, so a caller whose
  * env->error or env->interrupt longjmps out frees it whole afterwards and
  * nothing leaks.  Only arena memory may be held across an allocation.
+ * Every chunk counts against the env's memory budget (env.h).
  */
 #ifndef HEAPPROF_ARENA_H
 #define HEAPPROF_ARENA_H
@@ -22,12 +23,16 @@ typedef struct hp_arena
 	hp_chunk   *chunks;
 	char	   *cur;
 	size_t		left;
-	size_t		total;			/* bytes obtained from env->alloc */
+	size_t		total;			/* bytes held from env->alloc (also in env->taken) */
 } hp_arena;
 
 extern void hp_arena_init(hp_arena *a, hp_env *env);
 extern void hp_arena_free(hp_arena *a);
 extern void *hp_alloc(hp_arena *a, size_t size);	/* zeroed */
+/*
+ * A copy of old in new_size bytes; old_size must be the size old was
+ * allocated with: a large old block is then freed, not kept to the end.
+ */
 extern void *hp_grow(hp_arena *a, void *old, size_t old_size, size_t new_size);
 extern char *hp_strndup(hp_arena *a, const char *s, size_t len);
 extern char *hp_strdup(hp_arena *a, const char *s);
@@ -53,6 +58,8 @@ typedef struct hp_buf
 } hp_buf;
 
 extern void hp_buf_init(hp_buf *b, hp_arena *a);
+/* Room for more bytes (and a '\0') after len. */
+extern void hp_buf_reserve(hp_buf *b, size_t more);
 extern void hp_buf_append(hp_buf *b, const char *s, size_t len);
 extern void hp_buf_printf(hp_buf *b, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));

@@ -84,9 +84,8 @@ hp_combine_labelled(hp_combiner *c, uint32_t i, const uint32_t *funcs, size_t n,
 	{
 		HP_RESERVE(a, g->paths, c->paths_cap, k);
 		path = &g->paths[k];
-		path->frames = hp_alloc(a, (n + 1) * sizeof(uint32_t));
-		if (n)
-			memcpy(path->frames, funcs, n * sizeof(uint32_t));
+		/* the map's copy of the key, whose frames come first: never written */
+		path->frames = (uint32_t *) c->paths.keys[k].key;
 		path->nframes = (uint32_t) n;
 		path->labels = (uint8_t) tail[0];
 		path->context = tail[1];

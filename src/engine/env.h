@@ -22,7 +22,8 @@ typedef enum hp_status
 	HP_OK = 0,
 	HP_EFORMAT,					/* input is not a heap profile, or malformed */
 	HP_ENOMEM,					/* memory ran out */
-	HP_ELIMIT					/* input exceeds a bound (e.g. frames per stack) */
+	HP_ELIMIT,					/* input exceeds a bound (e.g. frames per stack) */
+	HP_EBUDGET					/* the analysis would take more than env->limit */
 } hp_status;
 
 typedef struct hp_env
@@ -38,6 +39,16 @@ typedef struct hp_env
 	bool		(*match) (void *ctx, void *pattern, const char *s);
 	void	   *ctx;
 	size_t		work;			/* units of work since interrupt was last called */
+
+	/*
+	 * The memory budget of the analyses run with this env: the arenas count
+	 * every byte they take from alloc and give back to free in taken, and
+	 * a request that would bring it above limit fails with HP_EBUDGET before
+	 * alloc is called.  limit 0 is no budget.  The caller may start taken
+	 * at what it already holds for the analysis (the dump's text).
+	 */
+	size_t		limit;
+	size_t		taken;
 } hp_env;
 
 /* Work units (frames, lines, addresses, bytes / 64 ...) between interrupt checks. */

@@ -8,6 +8,10 @@
  * order); a location carries a representative address of the function and
  * the Mapping it lies in, with the object's build-id.  Values are whole
  * numbers, truncated as jeprof prints them; with a base they may be negative.
+ *
+ * Memory is the graph's plus the compressed output: each message is built
+ * in scratch buffers reused for the next, and the profile goes through
+ * deflate in pieces as it is written, zlib's state in the arena.
  */
 #include "labels.h"
 #include "maps.h"
@@ -39,6 +43,18 @@ typedef struct strings
 	hp_map		map;
 	hp_buf	   *out;			/* the profile: strings go straight into it */
 } strings;
+
+/* Uncompressed bytes handed to deflate at a time. */
+#define PIECE (64 * 1024)
+
+/* The profile being written: pb, deflated into out as it fills. */
+typedef struct writer
+{
+	hp_arena   *a;
+	z_stream	z;
+	hp_buf		pb;
+	hp_buf	   *out;
+} writer;
 
 static void
 put_varint(hp_buf *b, uint64_t v)
@@ -95,14 +111,57 @@ string_index(strings *st, const char *s)
 }
 
 static void
-value_type(hp_buf *out, strings *st, int field, const char *type, const char *unit, hp_arena *a)
+value_type(hp_buf *out, strings *st, int field, const char *type, const char *unit, hp_buf *m)
 {
-	hp_buf		m;
+	m->len = 0;
+	put_int(m, VALUETYPE_TYPE, string_index(st, type));
+	put_int(m, VALUETYPE_UNIT, string_index(st, unit));
+	put_message(out, field, m);
+}
 
-	hp_buf_init(&m, a);
-	put_int(&m, VALUETYPE_TYPE, string_index(st, type));
-	put_int(&m, VALUETYPE_UNIT, string_index(st, unit));
-	put_message(out, field, &m);
+/* zlib's state in the arena: freed with it, whatever ends the report */
+static void *
+z_alloc(void *opaque, unsigned items, unsigned size)
+{
+	return hp_alloc(opaque, (size_t) items * size);
+}
+
+static void
+z_free(void *opaque, void *p)
+{
+}
+
+/*
+ * Deflate what pb holds into out (all of it, and the gzip trailer, when
+ * finish), then empty pb.  deflate allocates nothing after deflateInit2, so
+ * an error raised between calls leaves nothing outside the arena.
+ */
+static void
+deflate_some(writer *w, bool finish)
+{
+	int			rc;
+
+	if (!finish && w->pb.len < PIECE)
+		return;
+	hp_work(w->a->env, w->pb.len / 64);
+	w->z.next_in = (Bytef *) (w->pb.data ? w->pb.data : "");
+	w->z.avail_in = (uInt) w->pb.len;
+	do
+	{
+		size_t		room;
+
+		hp_buf_reserve(w->out, PIECE);
+		room = w->out->cap - w->out->len - 1;
+		if (room > UINT32_MAX / 2)
+			room = UINT32_MAX / 2;
+		w->z.next_out = (Bytef *) w->out->data + w->out->len;
+		w->z.avail_out = (uInt) room;
+		rc = deflate(&w->z, finish ? Z_FINISH : Z_NO_FLUSH);
+		w->out->len += room - w->z.avail_out;
+		if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+			hp_fail(w->a->env, HP_ENOMEM, "zlib could not compress the pprof profile");
+	} while (w->z.avail_in > 0 || (finish && rc != Z_STREAM_END));
+	w->pb.len = 0;
 }
 
 /* An executable mapping of the dumped process, from its maps text. */
@@ -199,11 +258,10 @@ mapping_of(const mapping *sorted, size_t n, uint64_t addr)
 
 /* A sample's labels as pprof's (go tool pprof -tags, -tagfocus=queryid=ID, -tagroot=context). */
 static void
-put_labels(hp_buf *msg, strings *st, const hp_profile *p, const hp_path *path, hp_arena *a)
+put_labels(hp_buf *msg, hp_buf *label, strings *st, const hp_profile *p, const hp_path *path)
 {
 	const char *ctx = hp_labels_context(p, path);
 	char		id[24];
-	hp_buf		label;
 
 	/*
 	 * A string: pprof shows numeric labels as doubles, which would round the
@@ -213,17 +271,17 @@ put_labels(hp_buf *msg, strings *st, const hp_profile *p, const hp_path *path, h
 	if (path->labels & HP_HAS_QUERY)
 	{
 		snprintf(id, sizeof(id), "%lld", (long long) path->queryid);
-		hp_buf_init(&label, a);
-		put_int(&label, LABEL_KEY, string_index(st, "queryid"));
-		put_int(&label, LABEL_STR, string_index(st, id));
-		put_message(msg, SAMPLE_LABEL, &label);
+		label->len = 0;
+		put_int(label, LABEL_KEY, string_index(st, "queryid"));
+		put_int(label, LABEL_STR, string_index(st, id));
+		put_message(msg, SAMPLE_LABEL, label);
 	}
 	if (ctx && *ctx)			/* pprof drops an empty value */
 	{
-		hp_buf_init(&label, a);
-		put_int(&label, LABEL_KEY, string_index(st, "context"));
-		put_int(&label, LABEL_STR, string_index(st, ctx));
-		put_message(msg, SAMPLE_LABEL, &label);
+		label->len = 0;
+		put_int(label, LABEL_KEY, string_index(st, "context"));
+		put_int(label, LABEL_STR, string_index(st, ctx));
+		put_message(msg, SAMPLE_LABEL, label);
 	}
 }
 
@@ -231,34 +289,45 @@ void
 hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 				const hp_graph *g, const hp_options *o, hp_buf *out)
 {
-	hp_buf		pb;
+	writer		w = {.a = a, .out = out};
+	hp_buf	   *pb = &w.pb;
+	hp_buf		msg;
+	hp_buf		sub;
+	hp_buf		vals;
 	strings		st;
 	mapping    *maps;
 	size_t		nmaps = read_mappings(a, p, &maps);
 	mapping    *byaddr = by_start(a, maps, nmaps);
 	uint64_t   *address = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(uint64_t));
 	uint32_t   *line = hp_alloc(a, (g->nfuncs ? g->nfuncs : 1) * sizeof(uint32_t));
-	z_stream	z;
-	size_t		cap;
-	int			rc;
 	char		cov[160];
 	hp_wholes	objs = {0};
 	hp_wholes	bytes = {0};
 
-	hp_buf_init(&pb, a);
+	hp_buf_init(out, a);
+	hp_buf_init(pb, a);
+	hp_buf_init(&msg, a);
+	hp_buf_init(&sub, a);
+	hp_buf_init(&vals, a);
+	/* gzip (windowBits 15 + 16) */
+	w.z.zalloc = z_alloc;
+	w.z.zfree = z_free;
+	w.z.opaque = a;
+	if (deflateInit2(&w.z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		hp_fail(a->env, HP_ENOMEM, "zlib could not compress the pprof profile");
 	hp_map_init(&st.map, a);
-	st.out = &pb;
+	st.out = pb;
 	string_index(&st, "");		/* string 0 is always "" */
 
-	value_type(&pb, &st, PROFILE_SAMPLE_TYPE, "inuse_objects", "count", a);
-	value_type(&pb, &st, PROFILE_SAMPLE_TYPE, "inuse_space", "bytes", a);
-	value_type(&pb, &st, PROFILE_PERIOD_TYPE, "space", "bytes", a);
-	put_int(&pb, PROFILE_PERIOD, (int64_t) p->rate);
-	put_int(&pb, PROFILE_DEFAULT_SAMPLE_TYPE,
+	value_type(pb, &st, PROFILE_SAMPLE_TYPE, "inuse_objects", "count", &msg);
+	value_type(pb, &st, PROFILE_SAMPLE_TYPE, "inuse_space", "bytes", &msg);
+	value_type(pb, &st, PROFILE_PERIOD_TYPE, "space", "bytes", &msg);
+	put_int(pb, PROFILE_PERIOD, (int64_t) p->rate);
+	put_int(pb, PROFILE_DEFAULT_SAMPLE_TYPE,
 			string_index(&st, o->measure == HP_INUSE_OBJECTS ? "inuse_objects" : "inuse_space"));
 	/* go tool pprof -comments shows it */
 	if (hp_coverage_line(g, cov, sizeof(cov)))
-		put_int(&pb, PROFILE_COMMENT, string_index(&st, cov));
+		put_int(pb, PROFILE_COMMENT, string_index(&st, cov));
 
 	/* each function: the first of the profile's addresses that names it */
 	for (size_t i = 0; i < pl->npcs; i++)
@@ -277,7 +346,6 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 
 	for (size_t m = 0; m < nmaps; m++)
 	{
-		hp_buf		msg;
 		char		id[160] = "";
 
 		hp_work(a->env, 1 + p->nids);
@@ -285,7 +353,7 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 			if (p->ids[k].bias == maps[m].base)
 				for (size_t j = 0; j < p->ids[k].len && j < 64; j++)
 					snprintf(id + 2 * j, sizeof(id) - 2 * j, "%02x", p->ids[k].id[j]);
-		hp_buf_init(&msg, a);
+		msg.len = 0;
 		put_uint(&msg, MAPPING_ID, m + 1);
 		put_uint(&msg, MAPPING_START, maps[m].start);
 		put_uint(&msg, MAPPING_LIMIT, maps[m].limit);
@@ -293,14 +361,13 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 		put_int(&msg, MAPPING_FILENAME, string_index(&st, maps[m].path));
 		put_int(&msg, MAPPING_BUILD_ID, string_index(&st, id));
 		put_uint(&msg, MAPPING_HAS_FUNCTIONS, 1);
-		put_message(&pb, PROFILE_MAPPING, &msg);
+		put_message(pb, PROFILE_MAPPING, &msg);
+		deflate_some(&w, false);
 	}
 
 	for (size_t f = 0; f < g->nfuncs; f++)
 	{
 		const hp_func *fn = &g->funcs[f];
-		hp_buf		msg;
-		hp_buf		ln;
 		char		file[512] = "";
 		const char *colon;
 		uint64_t	mapping_id = 0;
@@ -308,66 +375,46 @@ hp_render_pprof(hp_arena *a, const hp_profile *p, const hp_located *pl,
 		hp_work(a->env, 1);
 		if (fn->location && (colon = strrchr(fn->location, ':')) != NULL)
 			snprintf(file, sizeof(file), "%.*s", (int) (colon - fn->location), fn->location);
-		hp_buf_init(&msg, a);
+		msg.len = 0;
 		put_uint(&msg, FUNCTION_ID, f + 1);
 		put_int(&msg, FUNCTION_NAME, string_index(&st, fn->name));
 		put_int(&msg, FUNCTION_SYSTEM_NAME, string_index(&st, fn->name));
 		put_int(&msg, FUNCTION_FILENAME, string_index(&st, file));
-		put_message(&pb, PROFILE_FUNCTION, &msg);
+		put_message(pb, PROFILE_FUNCTION, &msg);
 
 		mapping_id = mapping_of(byaddr, nmaps, address[f]);
-		hp_buf_init(&ln, a);
-		put_uint(&ln, LINE_FUNCTION_ID, f + 1);
-		put_int(&ln, LINE_LINE, line[f]);
-		hp_buf_init(&msg, a);
+		sub.len = 0;
+		put_uint(&sub, LINE_FUNCTION_ID, f + 1);
+		put_int(&sub, LINE_LINE, line[f]);
+		msg.len = 0;
 		put_uint(&msg, LOCATION_ID, f + 1);
 		put_uint(&msg, LOCATION_MAPPING_ID, mapping_id);
 		put_uint(&msg, LOCATION_ADDRESS, address[f]);
-		put_message(&msg, LOCATION_LINE, &ln);
-		put_message(&pb, PROFILE_LOCATION, &msg);
+		put_message(&msg, LOCATION_LINE, &sub);
+		put_message(pb, PROFILE_LOCATION, &msg);
+		deflate_some(&w, false);
 	}
 
 	for (size_t k = 0; k < g->npaths; k++)
 	{
 		const hp_path *path = &g->paths[k];
-		hp_buf		msg;
-		hp_buf		ids;
-		hp_buf		vals;
 
 		hp_work(a->env, path->nframes + 1);
 		if (path->nframes == 0)
 			continue;
-		hp_buf_init(&ids, a);
+		sub.len = 0;
 		for (uint32_t j = 0; j < path->nframes; j++)
-			put_varint(&ids, path->frames[j] + 1);
-		hp_buf_init(&vals, a);
+			put_varint(&sub, path->frames[j] + 1);
+		vals.len = 0;
 		put_varint(&vals, (uint64_t) hp_whole_next(&objs, path->objs));
 		put_varint(&vals, (uint64_t) hp_whole_next(&bytes, path->bytes));
-		hp_buf_init(&msg, a);
-		put_message(&msg, SAMPLE_LOCATION_ID, &ids);	/* packed */
+		msg.len = 0;
+		put_message(&msg, SAMPLE_LOCATION_ID, &sub);	/* packed */
 		put_message(&msg, SAMPLE_VALUE, &vals);
-		put_labels(&msg, &st, p, path, a);
-		put_message(&pb, PROFILE_SAMPLE, &msg);
+		put_labels(&msg, &sub, &st, p, path);	/* sub is free again: a scratch */
+		put_message(pb, PROFILE_SAMPLE, &msg);
+		deflate_some(&w, false);
 	}
-
-	/* gzip (windowBits 15 + 16); the output is allocated before zlib's state */
-	if (pb.len > UINT32_MAX / 2)
-		hp_fail(a->env, HP_ELIMIT, "the pprof profile is too large to compress");
-	hp_work(a->env, pb.len / 64);
-	cap = pb.len + pb.len / 8 + 1024;	/* above deflateBound for any level */
-	hp_buf_init(out, a);
-	out->data = hp_alloc(a, cap);
-	out->cap = cap;
-	memset(&z, 0, sizeof(z));
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		hp_fail(a->env, HP_ENOMEM, "zlib could not compress the pprof profile");
-	z.next_in = (Bytef *) (pb.data ? pb.data : "");
-	z.avail_in = (uInt) pb.len;
-	z.next_out = (Bytef *) out->data;
-	z.avail_out = (uInt) cap;
-	rc = deflate(&z, Z_FINISH);
-	out->len = cap - z.avail_out;
-	deflateEnd(&z);
-	if (rc != Z_STREAM_END)
-		hp_fail(a->env, HP_ENOMEM, "zlib could not compress the pprof profile");
+	deflate_some(&w, true);
+	deflateEnd(&w.z);
 }

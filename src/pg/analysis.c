@@ -17,6 +17,14 @@
  * each analysis; above heapprof.symbol_cache_limit it is dropped after the
  * report.  It finds and keeps the objects' shared symbol indexes where
  * symindex.c says.
+ *
+ * A report's own memory -- the dump it reads and everything the engine
+ * takes for it -- is bounded by heapprof.report_memory_limit, checked by the
+ * engine before each chunk it takes (env.h): a report too big for a shared
+ * server fails with 53200 before the backend grows, not by an OOM kill that
+ * restarts every backend.  The setting is superuser-only (PGC_SUSET): a role
+ * may be let raise it with GRANT SET ON PARAMETER.  The symbolizer's caches
+ * are not counted; their own setting bounds them.
  */
 #include "postgres.h"
 
@@ -33,6 +41,7 @@
 #include "jemalloc.h"
 
 static int	symbol_cache_limit_kb = 65536;
+static int	report_memory_limit_kb = 262144;
 static bool profile_self = false;
 
 static hp_symbolizer *symbolizer;
@@ -48,6 +57,14 @@ hpg_analysis_init(void)
 							"above this they are dropped after the report that exceeded it.",
 							&symbol_cache_limit_kb,
 							65536, 0, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("heapprof.report_memory_limit",
+							"Most memory one report may take in a backend; 0 is no limit.",
+							"The profile read and everything analysing it takes, but for symbol caches; "
+							"a report that would take more fails.",
+							&report_memory_limit_kb,
+							262144, 0, MAX_KILOBYTES,
 							PGC_SUSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	DefineCustomBoolVariable("heapprof.profile_self",
@@ -100,6 +117,15 @@ env_error(void *ctx, hp_status code, const char *message)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("%s", message)));
+	if (code == HP_EBUDGET)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("the report needs more memory than heapprof.report_memory_limit (%s) allows",
+						GetConfigOptionByName("heapprof.report_memory_limit", NULL, false)),
+				 errdetail("%s", message),
+				 errhint("Analyse the profile off the server with heapprof-report (heapprof_dump_portable() gives a live heap; "
+						 "a stored profile is a file under $PGDATA/heapprof), or sample more coarsely "
+						 "(heapprof_reset(sample_interval => 4194304)); a superuser may raise heapprof.report_memory_limit.")));
 	if (code == HP_ELIMIT)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -187,6 +213,9 @@ hpg_analyze(const StringInfo dump, const StringInfo base,
 	/* heapprof's own work, the symbolizer's caches above all, stays out of the profile */
 	hpg_unsampled_while_context();
 	env_init(&an->env, an);
+	/* the dump and its base are the report's memory too */
+	an->env.limit = (size_t) report_memory_limit_kb * 1024;
+	an->env.taken = (size_t) dump->len + (base ? (size_t) base->len : 0);
 	hp_arena_init(&an->arena, &an->env);
 
 	/* incidental pallocs (regular expressions) go into the analysis context too */
@@ -286,6 +315,8 @@ hpg_recent_heap(const StringInfo json, int64 from_ns, int64 to_ns, hp_recent_pic
 
 	an->cxt = cxt;
 	env_init(&an->env, an);
+	an->env.limit = (size_t) report_memory_limit_kb * 1024;
+	an->env.taken = (size_t) json->len;
 	hp_arena_init(&an->arena, &an->env);
 	hp_buf_init(&buf, &an->arena);
 	if (hp_recent_to_heap(&an->arena, json->data, json->len, from_ns, to_ns, pick,

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# t_budget.sh -- a report's memory is bounded (cluster (a)):
+#  - heapprof_top on a stored profile of 20,000 stacks of ~40 frames (made by
+#    bench/gen_stacks from this server's own heap) under
+#    heapprof.report_memory_limit = 24MB fails with 53200, its hint naming
+#    the setting, heapprof-report and a coarser sampling;
+#  - the backend's memory contexts are back to the byte where they were,
+#    its peak RSS (VmHWM) rose by less than the budget plus 16 MB, the
+#    session goes on and the server did not restart;
+#  - a superuser raises the setting and the same report succeeds; a role
+#    that is not one cannot SET it (42501) until granted SET on it.
+set -euo pipefail
+cd "${HP_TOP:?}"
+q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+as_os() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+w=$(mktemp -d)
+cleanup() {
+	[ -n "${snaps:-}" ] && as_os rm -f "$snaps"/hp_budget.heap
+	q -c "DROP ROLE IF EXISTS hp_budget_role" >/dev/null 2>&1 || true
+	rm -rf "$w"
+}
+trap cleanup EXIT
+data=$(q -c "SHOW data_directory")
+snaps=$data/heapprof/snapshots
+q -c "CREATE EXTENSION IF NOT EXISTS heapprof" >/dev/null
+as_os mkdir -p -m 700 "$data/heapprof" "$snaps"
+
+# this server's heap, its stacks made 20,000
+q -c "SELECT heapprof_enable()" -c "SELECT count(*) FROM generate_series(1, 100000) g GROUP BY g % 1000" \
+	-c "\\o $w/real.heap" -c "SELECT heapprof_dump_raw()" >/dev/null
+bench/gen_stacks 20000 "$w/real.heap" >"$w/big.heap"
+as_os sh -c 'umask 077 && cat >"$0"' "$snaps/hp_budget.heap" <"$w/big.heap"
+kb=$(( $(stat -c %s "$w/big.heap") / 1024 ))
+
+started=$(q -c "SELECT pg_postmaster_start_time()")
+report="SELECT count(*) FROM heapprof_top(dump => 'hp_budget')"
+mem="SELECT sum(total_bytes) FROM pg_backend_memory_contexts"
+hwm="SELECT (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+)'))[1]"
+# one session: a warm-up failure (catalogs, error paths), then measured
+out=$(psql -X -At -v VERBOSITY=verbose -d postgres 2>&1 <<SQL
+SET heapprof.report_memory_limit = '24MB';
+SELECT 'pid', pg_backend_pid();
+$report;
+SELECT 'warm', ($mem), ($hwm);
+SELECT 'mem0', ($mem);
+SELECT 'hwm0', ($hwm);
+$report;
+SELECT 'mem1', ($mem);
+SELECT 'hwm1', ($hwm);
+SET heapprof.report_memory_limit = '1GB';
+SELECT 'rows', ($report);
+SQL
+)
+val() { awk -F'|' -v k="$1" '$1 == k {print $2}' <<<"$out"; }
+[ "$(grep -c "ERROR:  53200: the report needs more memory than heapprof.report_memory_limit (24MB) allows" <<<"$out")" = 2 ] ||
+	{ echo "over budget: $out"; exit 1; }
+grep -q "HINT:  Analyse the profile off the server with heapprof-report.*sample more coarsely.*raise heapprof.report_memory_limit" <<<"$out" ||
+	{ echo "hint: $out"; exit 1; }
+[ -n "$(val mem0)" ] && [ "$(val mem0)" = "$(val mem1)" ] ||
+	{ echo "memory contexts: $(val mem0) before, $(val mem1) after"; exit 1; }
+grew=$(( $(val hwm1) - $(val hwm0) ))
+[ "$grew" -lt $(( (24 + 16) * 1024 )) ] || { echo "peak RSS grew by $grew kB over a 24MB budget"; exit 1; }
+[ "$(val rows)" -gt 0 ] || { echo "raised by a superuser: $out"; exit 1; }
+[ "$(q -c "SELECT pg_postmaster_start_time()")" = "$started" ] || { echo "the server restarted"; exit 1; }
+
+# only superusers, or roles granted SET on it, raise it
+q -c "CREATE ROLE hp_budget_role LOGIN" >/dev/null
+denied=$(psql -X -At -v VERBOSITY=verbose -d postgres -U hp_budget_role -c "SET heapprof.report_memory_limit = '1GB'" 2>&1) &&
+	{ echo "a non-superuser raised the budget"; exit 1; }
+grep -q "ERROR:  42501: permission denied to set parameter \"heapprof.report_memory_limit\"" <<<"$denied" ||
+	{ echo "non-superuser: $denied"; exit 1; }
+q -c "GRANT SET ON PARAMETER heapprof.report_memory_limit TO hp_budget_role" >/dev/null
+[ "$(psql -X -q -At -d postgres -U hp_budget_role -c "SET heapprof.report_memory_limit = '1GB'" -c "SHOW heapprof.report_memory_limit")" = 1GB ] ||
+	{ echo "granted SET: not raised"; exit 1; }
+q -c "REVOKE SET ON PARAMETER heapprof.report_memory_limit FROM hp_budget_role" >/dev/null
+
+echo "budget: ${kb} kB profile over 24MB: 53200, contexts back to $(val mem0) bytes, peak RSS +${grew} kB, server not restarted; non-superuser SET refused (42501), granted SET allowed"
