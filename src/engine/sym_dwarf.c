@@ -207,13 +207,93 @@ call_site(Dwarf_Die *cu, Dwarf_Die *die, sym_level *out)
 		out->call_file = dwarf_filesrc(files, file, NULL, NULL);
 }
 
+static int
+cu_range_cmp(const void *a, const void *b)
+{
+	const sym_cu_range *x = a;
+	const sym_cu_range *y = b;
+
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+HP_RANGE_TYPE(sym_cu_range);
+
+/*
+ * Every CU's ranges into cus->ranges, sorted (fewer without memory), from
+ * scratch: a walk cut short by an interrupt is not trusted, and what it
+ * took stays reachable for sym_dwarf_free.
+ */
+static void
+range_cus(hp_env *env, sym_cus *cus, Dwfl_Module *mod)
+{
+	Dwarf_Die  *cu = NULL;
+	Dwarf_Addr	bias;
+	size_t		cap = 0;
+
+	free(cus->ranges);
+	cus->ranges = NULL;
+	cus->nranges = 0;
+	while ((cu = dwfl_module_nextcu(mod, cu, &bias)) != NULL)
+	{
+		Dwarf_Addr	base;
+		Dwarf_Addr	lo;
+		Dwarf_Addr	hi;
+		ptrdiff_t	off = 0;
+
+		while ((off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0)
+		{
+			hp_work(env, 1);
+			if (hi <= lo)
+				continue;
+			if (cus->nranges == cap)
+			{
+				size_t		n = cap ? cap * 2 : 64;
+				sym_cu_range *v = realloc(cus->ranges, n * sizeof(*v));
+
+				if (v == NULL)
+					return;
+				cus->ranges = v;
+				cap = n;
+			}
+			cus->ranges[cus->nranges++] = (sym_cu_range) {lo + bias, hi + bias, dwarf_dieoffset(cu)};
+		}
+	}
+	for (size_t m = cus->nranges; m > 1; m /= 2)
+		hp_work(env, cus->nranges);
+	if (cus->nranges > 1)
+		qsort(cus->ranges, cus->nranges, sizeof(*cus->ranges), cu_range_cmp);
+	cus->bytes += cap * sizeof(*cus->ranges);
+	cus->ranged = true;
+}
+
+Dwarf_Die *
+sym_dwarf_cu(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t pc, Dwarf_Addr *bias, Dwarf_Die *out)
+{
+	Dwarf_Die  *cu = dwfl_module_addrdie(mod, pc, bias);
+	Dwarf	   *dw;
+	size_t		i;
+
+	if (cu)
+	{
+		*out = *cu;
+		return out;
+	}
+	if ((dw = dwfl_module_getdwarf(mod, bias)) == NULL)
+		return NULL;
+	if (!cus->ranged)
+		range_cus(env, cus, mod);
+	i = hp_range_at(cus->ranges, cus->nranges, sizeof(sym_cu_range), pc);
+	return i == SIZE_MAX ? NULL : dwarf_offdie(dw, cus->ranges[i].cu, out);
+}
+
 /* Depth 0 is the real function, each deeper range an inlined call inside it. */
 int
 sym_dwarf_chain(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
 				sym_level levels[SYM_MAX_INLINE_DEPTH])
 {
 	Dwarf_Addr	bias;
-	Dwarf_Die  *cu = dwfl_module_addrdie(mod, pc, &bias);
+	Dwarf_Die	cudie;
+	Dwarf_Die  *cu = sym_dwarf_cu(env, cus, mod, pc, &bias, &cudie);
 	Dwarf	   *dw;
 	sym_cu	   *ci;
 	int			k = 0;
@@ -302,4 +382,5 @@ sym_dwarf_free(sym_cus *cus)
 			free(cus->slots[i]);
 		}
 	free(cus->slots);
+	free(cus->ranges);
 }

@@ -99,12 +99,23 @@ extern const sym_fde *sym_ehframe_find(const sym_fdes *ix, uint64_t addr);
 
 typedef struct sym_cu sym_cu;
 
+typedef struct sym_cu_range
+{
+	uint64_t	lo;				/* module addresses */
+	uint64_t	hi;
+	uint64_t	cu;				/* the CU DIE's offset */
+} sym_cu_range;
+
 typedef struct sym_cus
 {
 	sym_cu	  **slots;			/* open hash on CU offset */
 	size_t		n;
 	size_t		nslots;
 	size_t		bytes;
+	/* every CU's ranges, sorted, when libdwfl's aranges miss (see sym_dwarf_cu) */
+	sym_cu_range *ranges;
+	size_t		nranges;
+	bool		ranged;
 } sym_cus;
 
 /*
@@ -125,6 +136,15 @@ typedef struct sym_level
  */
 extern int	sym_dwarf_chain(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
 							sym_level levels[SYM_MAX_INLINE_DEPTH]);
+/*
+ * The CU covering pc (a module address) into *out, and its bias; NULL if
+ * none.  libdwfl finds it through .debug_aranges, which clang does not emit
+ * (and elfutils before 0.191 then finds nothing): then every CU's own
+ * ranges are read once, the CUs the index export walks, so that a name is
+ * the same from a shared symbol index and without one.
+ */
+extern Dwarf_Die *sym_dwarf_cu(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
+							   Dwarf_Addr *bias, Dwarf_Die *out);
 /*
  * Every CU's function and inlined-call ranges, with their names and call
  * sites, and line rows, into w in addresses from the object's load bias

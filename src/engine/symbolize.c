@@ -863,6 +863,26 @@ hp_symbolizer_verdicts(hp_symbolizer *s,
 	dwfl_getmodules(s->dwfl, module_verdict, &v, 0);
 }
 
+/*
+ * pc's line when libdwfl found none: its CU through sym_dwarf_cu (which
+ * does not need .debug_aranges), then the CU's own line table.
+ */
+static void
+dwarf_line(hp_env *env, mod_index *ix, uint64_t pc, hp_arena *a, hp_symbol *out)
+{
+	Dwarf_Addr	bias;
+	Dwarf_Die	cudie;
+	Dwarf_Line *l;
+	const char *file;
+
+	if (sym_dwarf_cu(env, &ix->cus, ix->mod, pc, &bias, &cudie) == NULL ||
+		(l = dwarf_getsrc_die(&cudie, pc - bias)) == NULL ||
+		(file = dwarf_linesrc(l, NULL, NULL)) == NULL)
+		return;
+	out->file = hp_strdup(a, file);
+	dwarf_lineno(l, &out->line);
+}
+
 /* The function and its inline chain at pc from DWARF; false when DWARF does not cover pc. */
 static bool
 dwarf_frames(hp_symbolizer *s, mod_index *ix, uint64_t pc, hp_arena *a, hp_symbol *out)
@@ -1013,13 +1033,15 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 		if (file)
 			out->file = hp_strdup(a, file);
 	}
+	else
+		dwarf_line(a->env, fx, fpc, a, out);
 
 	sym = sym_elf_find(&fx->syms, fpc);
 	fde = sym_ehframe_find(&fx->fdes, pc - ix->bias);
 	if (sym == NULL)
 		sym = sym_elf_label(&fx->syms, fpc, fde ? fde->lo + fx->bias : UINT64_MAX);
 	out->start = sym ? sym->lo - fx->bias + ix->bias : fde ? fde->lo + ix->bias : 0;
-	if (line && dwarf_frames(s, fx, fpc, a, out))
+	if (out->file && dwarf_frames(s, fx, fpc, a, out))
 		return;
 	if (sym)
 	{

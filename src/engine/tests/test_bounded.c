@@ -57,11 +57,14 @@ put(gen *g, const char *fmt,...)
 
 	for (;;)
 	{
-		va_start(ap, fmt);
-		n = vsnprintf(g->p + g->len, g->cap - g->len, fmt, ap);
-		va_end(ap);
-		if (n >= 0 && (size_t) n < g->cap - g->len)
-			break;
+		if (g->p)				/* no pointer arithmetic on NULL */
+		{
+			va_start(ap, fmt);
+			n = vsnprintf(g->p + g->len, g->cap - g->len, fmt, ap);
+			va_end(ap);
+			if (n >= 0 && (size_t) n < g->cap - g->len)
+				break;
+		}
 		g->cap = g->cap ? g->cap * 2 : 1 << 20;
 		if ((g->p = realloc(g->p, g->cap)) == NULL)
 			t_fail("generate", "out of memory");
