@@ -13,16 +13,19 @@
 -- exit dumps).  An argument's name changes only by re-creating the function,
 -- so each report's grants are kept aside and given back (by the extension's
 -- owner, who runs the update): a DBA's own grants and the workflows' survive
--- the update alike.
+-- the update alike -- to PUBLIC too, and a grant a role made WITH GRANT
+-- OPTION made again by that role, in the order the ACL holds them (a grant
+-- follows its grantor's), so that REVOKE ... CASCADE still reaches it.
 CREATE TABLE @extschema@.heapprof_update_acl AS
-SELECT p.proname::pg_catalog.text AS proname, a.grantee, a.is_grantable
+SELECT p.proname::pg_catalog.text AS proname, a.grantee, a.is_grantable,
+       CASE WHEN a.grantor OPERATOR(pg_catalog.=) p.proowner THEN NULL ELSE a.grantor END AS grantor, a.n
 FROM pg_catalog.pg_proc p
 JOIN pg_catalog.pg_depend d
   ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
  AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
 JOIN pg_catalog.pg_extension e
   ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'heapprof',
-LATERAL pg_catalog.aclexplode(p.proacl) a
+LATERAL pg_catalog.aclexplode(p.proacl) WITH ORDINALITY a(grantor, grantee, privilege_type, is_grantable, n)
 WHERE p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['heapprof_dump_dot', 'heapprof_dump_text',
         'heapprof_dump_collapsed', 'heapprof_top', 'heapprof_stacks', 'heapprof_dump_flamegraph',
         'heapprof_dump_pprof'])
@@ -343,6 +346,7 @@ DO LANGUAGE plpgsql $$
 DECLARE
     g record;
     init pg_catalog.jsonb;
+    me pg_catalog.text := CURRENT_USER;
 BEGIN
     SELECT pg_catalog.jsonb_object_agg(i.objoid::pg_catalog.text, i.initprivs::pg_catalog.text) INTO init
     FROM pg_catalog.pg_init_privs i
@@ -352,15 +356,24 @@ BEGIN
     JOIN pg_catalog.pg_extension e
       ON e.oid OPERATOR(pg_catalog.=) d.refobjid AND e.extname OPERATOR(pg_catalog.=) 'heapprof'
     WHERE i.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass;
-    FOR g IN SELECT DISTINCT p.oid::pg_catalog.regprocedure AS function, a.grantee, a.is_grantable
+    FOR g IN SELECT p.oid::pg_catalog.regprocedure AS function, a.is_grantable,
+                    CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                         ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END AS grantee,
+                    pg_catalog.pg_get_userbyid(a.grantor) AS grantor
              FROM @extschema@.heapprof_update_acl a
-             JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
              JOIN pg_catalog.pg_proc p ON p.proname OPERATOR(pg_catalog.=) a.proname
               AND p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
-             ORDER BY 1, 2, 3 LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I%s',
-            g.function, pg_catalog.pg_get_userbyid(g.grantee),
-            CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+             WHERE a.grantee OPERATOR(pg_catalog.=) 0
+                OR EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) a.grantee)
+             ORDER BY a.proname, a.n LOOP
+        IF g.grantor IS NOT NULL THEN
+            EXECUTE pg_catalog.format('SET LOCAL ROLE %I', g.grantor);
+        END IF;
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s%s',
+            g.function, g.grantee, CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        IF g.grantor IS NOT NULL THEN
+            EXECUTE pg_catalog.format('SET LOCAL ROLE %I', me);
+        END IF;
     END LOOP;
     FOR g IN SELECT DISTINCT w.function, pg_catalog.pg_get_userbyid(h.role) AS role
              FROM @extschema@.heapprof_grants h

@@ -181,6 +181,9 @@ for f in top text flamegraph pprof collapsed dot; do
 	cli --report "$f" --pid "$dbg" -o "$w.$f" || { echo "heapprof_grant: --report $f failed"; exit 1; }
 done
 cli --seconds 1 --report top --pid "$dbg" -o "$w.leak" 2>/dev/null || { echo "heapprof_grant: --seconds failed"; exit 1; }
+# without --report: text (crashed on a NULL format before)
+cli --seconds 1 --pid "$dbg" -o "$w.leak0" 2>/dev/null && [ -f "$w.leak0" ] ||
+	{ echo "--seconds without --report failed"; exit 1; }
 cli --client-symbols --report text --pid "$dbg" -o "$w.client" 2>"$w.client.err" ||
 	{ echo "heapprof_grant: --client-symbols failed:"; cat "$w.client.err" "$w.client"; exit 1; }
 # snapshots and exit dumps in SQL (leaks, history)

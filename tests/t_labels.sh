@@ -21,7 +21,10 @@
 #  - a capture and the peak keep their labels; another backend's
 #    (pid =>) statements come with their text;
 #  - heapprof.labels = off records none; compute_query_id = off records the
-#    context only.
+#    context only;
+#  - a statement whose text is cut inside a character leaves a text of
+#    whole characters: heapprof_dump_portable() stays valid in the
+#    database encoding.
 set -euo pipefail
 [ -z "${HP_TRACE:-}" ] || set -x
 q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
@@ -174,4 +177,9 @@ out=$(q -F ' ' -c "SET compute_query_id = on" -c "SET heapprof.labels = off" -c 
 	grep -e '^off ' -e '^noid ')
 [ "$out" = "off 1 0 0
 noid 1 0 1" ] || { printf 'labels off, then compute_query_id off:\n%s\n' "$out"; exit 1; }
+# -- a statement cut inside a character (its 255th byte starts an e-acute)
+long="SELECT heapprof_test_leak(100000), 'ab$(printf '\303\251%.0s' $(seq 1 200))'"
+out=$(q -c "SET compute_query_id = on" -c "SELECT heapprof_enable()" -c "$long" \
+	-c "SELECT length(heapprof_dump_portable()) > 0" 2>&1 | tail -n 1)
+[ "$out" = t ] || { echo "heapprof_dump_portable() after a statement cut inside a character: $out"; exit 1; }
 echo "labels: statements told apart by queryid; contexts, grouping, filters, pprof tags, jeprof, stored profiles, pid"

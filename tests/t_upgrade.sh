@@ -28,7 +28,8 @@ heapprof--1.0--1.1.sql 4680a73 1bab6e3e018e6ad09a06308e394436bb3afe23a4a16cf3167
 w=$(scratch)
 cleanup() {
 	q -c "DROP DATABASE IF EXISTS hp_up_old" -c "DROP DATABASE IF EXISTS hp_up_mid" \
-	  -c "DROP DATABASE IF EXISTS hp_up_new" -c "DROP ROLE IF EXISTS hp_up_role" >/dev/null 2>&1 || true
+	  -c "DROP DATABASE IF EXISTS hp_up_new" -c "DROP ROLE IF EXISTS hp_up_role" \
+	  -c "DROP ROLE IF EXISTS hp_up_role2" >/dev/null 2>&1 || true
 	[ -n "${HP_KEEP:-}" ] && cp "$w/fresh" "$HP_KEEP"
 }
 at_exit cleanup
@@ -50,7 +51,7 @@ default=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ext/heapprof.control")
 
 q -c "CREATE DATABASE hp_up_old" -c "CREATE DATABASE hp_up_mid" -c "CREATE DATABASE hp_up_new" >/dev/null
 # a DBA's grant on a function the update changes survives it
-q -c "CREATE ROLE hp_up_role" >/dev/null
+q -c "CREATE ROLE hp_up_role" -c "CREATE ROLE hp_up_role2" >/dev/null
 DB=hp_up_old q -c "CREATE EXTENSION heapprof VERSION '1.0'" \
 	-c "GRANT EXECUTE ON FUNCTION heapprof_status(integer) TO hp_up_role" >/dev/null
 [ "$(DB=hp_up_old q -c "SELECT extversion FROM pg_extension WHERE extname = 'heapprof'")" = 1.0 ] ||
@@ -66,17 +67,26 @@ DB=hp_up_old q -c "ALTER EXTENSION heapprof UPDATE" >/dev/null
 	fail "the update lost a DBA's grant on heapprof_status()"
 DB=hp_up_old q -c "REVOKE EXECUTE ON FUNCTION heapprof_status(integer) FROM hp_up_role" >/dev/null
 # 1.2 re-creates the reports (an argument's name changed): a DBA's own grant
-# and a workflow holder's survive, and the holder gets what 1.2 adds
+# and a workflow holder's survive, and the holder gets what 1.2 adds; so do a
+# grant to PUBLIC and one made by a holder of the grant option, by that holder
 DB=hp_up_mid q -c "CREATE EXTENSION heapprof VERSION '1.1'" \
 	-c "GRANT EXECUTE ON FUNCTION heapprof_top TO hp_up_role WITH GRANT OPTION" \
+	-c "GRANT EXECUTE ON FUNCTION heapprof_dump_text TO PUBLIC" \
+	-c "SET ROLE hp_up_role" -c "GRANT EXECUTE ON FUNCTION heapprof_top TO hp_up_role2" -c "RESET ROLE" \
 	-c "SELECT count(*) FROM heapprof_grant('hp_up_role', 'history')" -c "ALTER EXTENSION heapprof UPDATE" >/dev/null
+[ "$(DB=hp_up_mid q -c "SELECT string_agg(a.grantor::regrole || '>' || a.grantee::regrole, ' ' ORDER BY p.proname, 2)
+	FROM pg_proc p, aclexplode(p.proacl) a
+	WHERE p.proname IN ('heapprof_top', 'heapprof_dump_text') AND a.grantee IN (0, 'hp_up_role2'::regrole)")" = \
+	"postgres>- hp_up_role>hp_up_role2" ] ||
+	fail "1.1 -> 1.2 lost a grant to PUBLIC, or made a grant by a holder of the grant option the owner's"
+DB=hp_up_mid q -c "REVOKE EXECUTE ON FUNCTION heapprof_dump_text FROM PUBLIC" >/dev/null
 [ "$(DB=hp_up_mid q -c "SELECT string_agg(has_function_privilege('hp_up_role', oid, p)::text, '|' ORDER BY o)
 	FROM (VALUES (1, 'heapprof_top', 'EXECUTE WITH GRANT OPTION'), (2, 'heapprof_dump_flamegraph', 'EXECUTE'),
 	             (3, 'heapprof_stored', 'EXECUTE'), (4, 'heapprof_dump_pprof', 'EXECUTE')) v(o, f, p)
 	JOIN pg_proc ON proname = f")" = "true|true|true|false" ] ||
 	fail "1.1 -> 1.2 lost a grant on a re-created report or did not give a workflow holder heapprof_stored()"
-DB=hp_up_mid q -c "SELECT count(*) FROM heapprof_revoke('hp_up_role')" \
-	-c "REVOKE ALL ON FUNCTION heapprof_top FROM hp_up_role CASCADE" >/dev/null
+DB=hp_up_mid q -c "REVOKE ALL ON FUNCTION heapprof_top FROM hp_up_role CASCADE" \
+	-c "SELECT count(*) FROM heapprof_revoke('hp_up_role')" >/dev/null
 DB=hp_up_new q -c "CREATE EXTENSION heapprof" >/dev/null
 
 # everything an install leaves in the catalog, one line per fact, sorted;

@@ -85,6 +85,19 @@ expand(const server *s, const char *sql, char *buf, size_t size)
 	buf[n] = '\0';
 }
 
+/*
+ * Field (row, col) of res, or "" where the server sent no such field: a
+ * hostile or broken server may answer with fewer rows or columns than
+ * asked for, and libpq's NULL for them must not crash the client.
+ */
+const char *
+cell(const PGresult *res, int row, int col)
+{
+	const char *v = PQgetvalue(res, row, col);
+
+	return v ? v : "";
+}
+
 /* The result, or NULL with the server's error in pr. */
 PGresult *
 query(server *s, problem *pr, const char *sql, int nparams, const char *const *values, int binary)
@@ -240,7 +253,7 @@ open_session(server *s)
 				"pg_catalog.pg_is_in_recovery()", 0, NULL, 0);
 	if (res == NULL)
 		return false;
-	s->standby = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+	s->standby = strcmp(cell(res, 0, 1), "t") == 0;
 	PQclear(res);
 	return true;
 }
@@ -266,10 +279,10 @@ connect_server(server *s)
 		PQclear(res);
 		return false;
 	}
-	snprintf(s->schema, sizeof(s->schema), "%s", PQgetvalue(res, 0, 0));
+	snprintf(s->schema, sizeof(s->schema), "%s", cell(res, 0, 0));
 	/* 1.0 and 1.1 called it dump */
-	s->stored_arg = strcmp(PQgetvalue(res, 0, 1), "1.0") == 0 ||
-		strcmp(PQgetvalue(res, 0, 1), "1.1") == 0 ? "dump" : "stored";
+	s->stored_arg = strcmp(cell(res, 0, 1), "1.0") == 0 ||
+		strcmp(cell(res, 0, 1), "1.1") == 0 ? "dump" : "stored";
 	PQclear(res);
 	return true;
 }

@@ -178,6 +178,8 @@ ask_target(server *s, target *t)
 	NULL, o->stored, o->peak ? "true" : "false", o->window};
 	const char *mv[6] = {t->pid, o->fold, o->focus, o->ignore, v[7], o->window};
 
+	if (t->pr.msg)
+		return;
 	if (o->merge)
 		t->res = ask(s, &t->pr, STACKS_SQL, 6, mv, 0);
 	else if (o->action == ACT_ENABLE || o->action == ACT_DISABLE)
@@ -210,9 +212,12 @@ choose(server *s)
 	{
 		target	   *t = &s->t[s->nt++];
 
-		t->pid = PQgetvalue(s->procs, i, 0);
-		t->type = PQgetvalue(s->procs, i, 1);
+		t->pid = cell(s->procs, i, 0);
+		t->type = cell(s->procs, i, 1);
 		t->base = type_in(t->type, o->base_type);
+		/* the pid names a file in --output's directory: digits only */
+		if (t->pid[0] == '\0' || strspn(t->pid, "0123456789") != strlen(t->pid) || strlen(t->pid) > 10)
+			set_problem(&t->pr, "the server sent a process ID that is not a number", NULL);
 	}
 }
 

@@ -52,19 +52,19 @@ collect(const fleet *f, bool objects, hp_named_stack **out, const char ***frames
 
 			for (int r = 0; res && r < PQntuples(res); r++)
 			{
-				if (last == NULL || strcmp(last, PQgetvalue(res, r, 0)) != 0)
+				if (last == NULL || strcmp(last, cell(res, r, 0)) != 0)
 				{
-					last = PQgetvalue(res, r, 0);
+					last = cell(res, r, 0);
 					st = &(*out)[n++];
 					st->frames = &(*frames)[nf];
 					st->base = f->sv[i].t[j].base;
-					st->bytes = strtod(PQgetvalue(res, r, 1), NULL);
-					st->objs = strtod(PQgetvalue(res, r, 2), NULL);
+					st->bytes = strtod(cell(res, r, 1), NULL);
+					st->objs = strtod(cell(res, r, 2), NULL);
 					(*totals)[nt] += objects ? st->objs : st->bytes;
 				}
 				if (!PQgetisnull(res, r, 3))
 				{
-					(*frames)[nf++] = PQgetvalue(res, r, 3);
+					(*frames)[nf++] = cell(res, r, 3);
 					st->nframes++;
 				}
 			}

@@ -381,6 +381,9 @@ check_choice(cli_opts *o, int nsv)
 		bad_usage("--pid names a process of one server; use --backend-type with several servers");
 	if (o->action == ACT_LEAK && o->pid == NULL)
 		bad_usage("--seconds needs --pid");
+	/* leak mode writes its report as --report says, text by default */
+	if (o->action == ACT_LEAK && o->format == NULL)
+		o->format = "text";
 	/*
 	 * A report of the heap now with no process chosen is one of every
 	 * process, as --list shows them all.  Not a window (one per process,

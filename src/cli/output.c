@@ -129,12 +129,12 @@ top_from_server(FILE *f, PGresult *res)
 		char		fp[16];
 		char		cp[16];
 
-		top_pct(fp, sizeof(fp), !PQgetisnull(res, i, 2), strtod(PQgetvalue(res, i, 2), NULL),
-				strtod(PQgetvalue(res, i, 1), NULL));
-		top_pct(cp, sizeof(cp), !PQgetisnull(res, i, 4), strtod(PQgetvalue(res, i, 4), NULL),
-				strtod(PQgetvalue(res, i, 3), NULL));
-		fprintf(f, TOP_LINE, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), fp, PQgetvalue(res, i, 3), cp,
-				PQgetvalue(res, i, 5));
+		top_pct(fp, sizeof(fp), !PQgetisnull(res, i, 2), strtod(cell(res, i, 2), NULL),
+				strtod(cell(res, i, 1), NULL));
+		top_pct(cp, sizeof(cp), !PQgetisnull(res, i, 4), strtod(cell(res, i, 4), NULL),
+				strtod(cell(res, i, 3), NULL));
+		fprintf(f, TOP_LINE, cell(res, i, 0), cell(res, i, 1), fp, cell(res, i, 3), cp,
+				cell(res, i, 5));
 	}
 }
 
@@ -171,12 +171,12 @@ server_bytes(const char *format, PGresult *res, size_t *len)
 	if (f == NULL)
 		fail("out of memory");
 	if (strcmp(format, "pprof") == 0)
-		fwrite(PQgetvalue(res, 0, 0), 1, (size_t) PQgetlength(res, 0, 0), f);
+		fwrite(cell(res, 0, 0), 1, (size_t) PQgetlength(res, 0, 0), f);
 	else if (strcmp(format, "top") == 0)
 		top_from_server(f, res);
 	else
 		for (int i = 0; i < PQntuples(res); i++)
-			fprintf(f, "%s\n", PQgetvalue(res, i, 0));
+			fprintf(f, "%s\n", cell(res, i, 0));
 	if (fclose(f) != 0)
 		fail("out of memory");
 	return buf;
@@ -231,7 +231,7 @@ client_bytes(const cli_opts *o, const target *t, size_t *len)
 	else if (strcmp(o->format, "top") == 0)
 		kind = HP_REPORT_TOP;
 	hp_arena_init(&a, &engine.env);
-	hp_analyze(&a, engine.sym, PQgetvalue(t->res, 0, 0), (size_t) PQgetlength(t->res, 0, 0), NULL, 0,
+	hp_analyze(&a, engine.sym, cell(t->res, 0, 0), (size_t) PQgetlength(t->res, 0, 0), NULL, 0,
 			   &opt, kind, kind == HP_REPORT_TOP ? 30 : SIZE_MAX, &r);
 	if ((f = open_memstream(&buf, len)) == NULL)
 		fail("out of memory");
@@ -424,10 +424,10 @@ list(const fleet *f)
 		}
 		for (int r = 0; r < PQntuples(s->procs); r++)
 		{
-			printf(LIST_LINE, PQgetvalue(s->procs, r, 0), PQgetvalue(s->procs, r, 1),
-				   PQgetvalue(s->procs, r, 2), PQgetvalue(s->procs, r, 3), PQgetvalue(s->procs, r, 4),
-				   PQgetvalue(s->procs, r, 5), PQgetvalue(s->procs, r, 6),
-				   PQgetvalue(s->procs, r, 7));
+			printf(LIST_LINE, cell(s->procs, r, 0), cell(s->procs, r, 1),
+				   cell(s->procs, r, 2), cell(s->procs, r, 3), cell(s->procs, r, 4),
+				   cell(s->procs, r, 5), cell(s->procs, r, 6),
+				   cell(s->procs, r, 7));
 			if (o->merge && s->t[r].res)
 			{
 				double		v = s->t[r].base && totals[nt] != 0 ? -totals[nt] : totals[nt];
@@ -464,10 +464,10 @@ list_captures(const fleet *f)
 			continue;
 		}
 		for (int r = 0; r < PQntuples(s->procs); r++)
-			printf(CAPTURE_LINE, PQgetvalue(s->procs, r, 0), PQgetvalue(s->procs, r, 1),
-				   PQgetvalue(s->procs, r, 2), PQgetvalue(s->procs, r, 3), PQgetvalue(s->procs, r, 4),
-				   PQgetvalue(s->procs, r, 5), PQgetvalue(s->procs, r, 6), s->label,
-				   PQgetvalue(s->procs, r, 7));
+			printf(CAPTURE_LINE, cell(s->procs, r, 0), cell(s->procs, r, 1),
+				   cell(s->procs, r, 2), cell(s->procs, r, 3), cell(s->procs, r, 4),
+				   cell(s->procs, r, 5), cell(s->procs, r, 6), s->label,
+				   cell(s->procs, r, 7));
 	}
 }
 
@@ -484,9 +484,9 @@ print_setup(const server *s)
 	if (PQgetisnull(s->procs, 0, 0))
 		fprintf(stderr, "%s: nothing to set up: profiling is usable and heapprof is preloaded\n", progname);
 	else
-		printf("%s\n", PQgetvalue(s->procs, 0, 0));
+		printf("%s\n", cell(s->procs, 0, 0));
 	if (!PQgetisnull(s->procs, 0, 1))
-		fprintf(stderr, "%s: note: %s\n", progname, PQgetvalue(s->procs, 0, 1));
+		fprintf(stderr, "%s: note: %s\n", progname, cell(s->procs, 0, 1));
 }
 
 /*
@@ -553,10 +553,10 @@ print_results(const fleet *f)
 					ok &= write_report(s, t);
 				else if (t->type == NULL)
 					printf("profiling of process %s is %s\n", t->pid,
-						   strcmp(PQgetvalue(t->res, 0, 0), "t") == 0 ? "on" : "off");
+						   strcmp(cell(t->res, 0, 0), "t") == 0 ? "on" : "off");
 				else
 					printf("profiling of process %s (%s) on %s is %s\n", t->pid, t->type, s->label,
-						   strcmp(PQgetvalue(t->res, 0, 0), "t") == 0 ? "on" : "off");
+						   strcmp(cell(t->res, 0, 0), "t") == 0 ? "on" : "off");
 			}
 	if (engine_open)
 		hp_cli_engine_close(&engine);

@@ -124,6 +124,7 @@ extern PGresult *query(server *s, problem *pr, const char *sql, int nparams,
 extern PGresult *ask_window(server *s, problem *pr, const char *sql, int nparams,
 							const char *const *values, int binary);
 extern void set_problem(problem *pr, const char *msg, const char *hint);
+extern const char *cell(const PGresult *res, int row, int col);
 extern void clear_problem(problem *pr);
 
 /* fleet.c */

@@ -24,6 +24,7 @@
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
 #include "nodes/memnodes.h"
 #include "utils/guc.h"
 
@@ -46,15 +47,28 @@ hash_slot(uint64 key, unsigned n)
 	return (unsigned) ((key * UINT64CONST(0x9E3779B97F4A7C15)) >> 40) & (n - 1);
 }
 
-/* Bounded copy of a NUL-terminated string we may not trust to end soon. */
+/*
+ * Bounded copy of a NUL-terminated string we may not trust to end soon, of
+ * whole characters: a statement cut inside one would make the dump's label
+ * lines, hence heapprof_dump_portable(), invalid in the database encoding.
+ * Neither call allocates nor raises (this runs inside malloc).
+ */
 static void
 copy_text(char *dst, const char *src, size_t size)
 {
+	int			enc = GetDatabaseEncoding();
+	size_t		len = src ? strnlen(src, size - 1) : 0;
 	size_t		i = 0;
 
-	if (src)
-		for (; i + 1 < size && src[i] != '\0'; i++)
-			dst[i] = src[i];
+	while (i < len)
+	{
+		int			n = pg_encoding_verifymbchar(enc, src + i, (int) (len - i));
+
+		if (n <= 0)
+			break;
+		memcpy(dst + i, src + i, n);
+		i += n;
+	}
 	dst[i] = '\0';
 }
 
