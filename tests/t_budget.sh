@@ -7,33 +7,34 @@
 #  - the backend's memory contexts are back to the byte where they were,
 #    its peak RSS (VmHWM) rose by less than the budget plus 16 MB, the
 #    session goes on and the server did not restart;
+#  - a stored profile larger than the budget is refused (53200) before it
+#    is read: the backend's peak RSS does not grow by the file's size;
 #  - a superuser raises the setting and the same report succeeds; a role
 #    that is not one cannot SET it (42501) until granted SET on it.
 set -euo pipefail
-cd "${HP_TOP:?}"
-q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-as_os() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-w=$(mktemp -d)
+. "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+cd "$HP_TOP"
+w=$(scratch)
+chmod 755 "$w"
 cleanup() {
-	[ -n "${snaps:-}" ] && as_os rm -f "$snaps"/hp_budget.heap
+	[ -n "${snaps:-}" ] && as_pg rm -f "$snaps"/hp_budget.heap
 	q -c "DROP ROLE IF EXISTS hp_budget_role" >/dev/null 2>&1 || true
-	rm -rf "$w"
 }
-trap cleanup EXIT
+at_exit cleanup
 data=$(q -c "SHOW data_directory")
 snaps=$data/heapprof/snapshots
 q -c "CREATE EXTENSION IF NOT EXISTS heapprof" >/dev/null
-as_os mkdir -p -m 700 "$data/heapprof" "$snaps"
+as_pg mkdir -p -m 700 "$data/heapprof" "$snaps"
 
 # this server's heap, its stacks made 20,000
 q -c "SELECT heapprof_enable()" -c "SELECT count(*) FROM generate_series(1, 100000) g GROUP BY g % 1000" \
 	-c "\\o $w/real.heap" -c "SELECT heapprof_dump_raw()" >/dev/null
 bench/gen_stacks 20000 "$w/real.heap" >"$w/big.heap"
-as_os sh -c 'umask 077 && cat >"$0"' "$snaps/hp_budget.heap" <"$w/big.heap"
+as_pg sh -c 'umask 077 && cat >"$0"' "$snaps/hp_budget.heap" <"$w/big.heap"
 kb=$(( $(stat -c %s "$w/big.heap") / 1024 ))
 
 started=$(q -c "SELECT pg_postmaster_start_time()")
-report="SELECT count(*) FROM heapprof_top(dump => 'hp_budget')"
+report="SELECT count(*) FROM heapprof_top(stored => 'hp_budget')"
 mem="SELECT sum(total_bytes) FROM pg_backend_memory_contexts"
 hwm="SELECT (regexp_match(pg_read_file('/proc/self/status'), 'VmHWM:\s+(\d+)'))[1]"
 # one session: a warm-up failure (catalogs, error paths), then measured
@@ -62,6 +63,22 @@ grew=$(( $(val hwm1) - $(val hwm0) ))
 [ "$grew" -lt $(( (24 + 16) * 1024 )) ] || { echo "peak RSS grew by $grew kB over a 24MB budget"; exit 1; }
 [ "$(val rows)" -gt 0 ] || { echo "raised by a superuser: $out"; exit 1; }
 [ "$(q -c "SELECT pg_postmaster_start_time()")" = "$started" ] || { echo "the server restarted"; exit 1; }
+
+# a file larger than the budget is refused before it is read
+small=$(( kb / 2 ))
+refused=$(psql -X -At -v VERBOSITY=verbose -d postgres 2>&1 <<SQL
+SELECT 'hwm0', ($hwm);
+SET heapprof.report_memory_limit = '${small}kB';
+$report;
+SELECT 'hwm1', ($hwm);
+SQL
+)
+grep -q "ERROR:  53200: the report needs more memory than heapprof.report_memory_limit" <<<"$refused" &&
+	grep -q "DETAIL:  the stored profile would hold [0-9]* bytes before the analysis starts" <<<"$refused" ||
+	{ echo "a file over the budget: $refused"; exit 1; }
+rval() { awk -F'|' -v k="$1" '$1 == k {print $2}' <<<"$refused"; }
+[ $(( $(rval hwm1) - $(rval hwm0) )) -lt $(( kb / 2 )) ] ||
+	{ echo "peak RSS grew by $(( $(rval hwm1) - $(rval hwm0) )) kB refusing a $kb kB file"; exit 1; }
 
 # only superusers, or roles granted SET on it, raise it
 q -c "CREATE ROLE hp_budget_role LOGIN" >/dev/null

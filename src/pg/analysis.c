@@ -110,6 +110,16 @@ env_free(void *ctx, void *ptr)
 	pfree(ptr);
 }
 
+static void env_error(void *ctx, hp_status code, const char *message);
+
+void
+hpg_report_budget_check(int64 bytes, const char *what)
+{
+	if (report_memory_limit_kb > 0 && bytes > (int64) report_memory_limit_kb * 1024)
+		env_error(NULL, HP_EBUDGET,
+				  psprintf("%s would hold " INT64_FORMAT " bytes before the analysis starts", what, bytes));
+}
+
 static void
 env_error(void *ctx, hp_status code, const char *message)
 {

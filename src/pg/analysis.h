@@ -25,6 +25,12 @@ extern hp_result *hpg_analyze(const StringInfo dump, const StringInfo base,
 extern void hpg_analysis_end(hp_result *r);
 
 /* Total bytes and stacks of a stored profile; -1 when it cannot be read. */
+/*
+ * 53200, as for a report over heapprof.report_memory_limit, if a report
+ * would hold bytes (what: a stored profile, ...) before it starts: checked
+ * before a file is read, not after.
+ */
+extern void hpg_report_budget_check(int64 bytes, const char *what);
 extern void hpg_summarize(const char *text, int len, int64 *bytes, int64 *stacks);
 
 /*

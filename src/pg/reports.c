@@ -221,7 +221,7 @@ get_profile(hpg_report_args *a, StringInfo dump, StringInfo freed)
 	}
 	if (a->stored)
 	{
-		hpg_stored_read(a->stored, dump);
+		hpg_stored_read(a->stored, dump, 0);
 		c = palloc(sizeof(hp_capture));
 		if (hp_read_capture(dump->data, dump->len, c))
 			return c->queryid ?
@@ -270,7 +270,7 @@ run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit, report_of
 		a.o.program = a.title ? a.title :
 			psprintf("heapprof: %s%s%s", what, a.base ? " minus " : "", a.base ? a.base : "");
 	if (a.base)
-		(void) hpg_stored_read(a.base, &base);
+		(void) hpg_stored_read(a.base, &base, dump.len);
 	r = hpg_analyze(&dump, a.base || a.o.join_base ? &base : NULL, &a.o, kind, a.limit);
 	notice_if_empty(r, &a);
 	if (!a.peak && a.seconds == 0)

@@ -12,6 +12,8 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
+
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -137,7 +139,7 @@ hpg_stored_taken(const char *name)
 }
 
 const char *
-hpg_stored_read(const char *name, StringInfo out)
+hpg_stored_read(const char *name, StringInfo out, int64 held)
 {
 	session_profile *s;
 	const char *kind = "snapshot";
@@ -145,14 +147,23 @@ hpg_stored_read(const char *name, StringInfo out)
 
 	hpg_check_name(name);
 	if ((s = find_session(name)) != NULL)
+	{
+		hpg_report_budget_check(held + s->len, "the stored profile");
 		appendBinaryStringInfo(out, s->text, s->len);
+	}
 	else
 	{
 		int			i = find_file(name);
 		char		path[MAXPGPATH];
+		struct stat st;
 
 		if (i >= 0)
+		{
 			hpg_store_path(path, kinds[i].dir, name);
+			/* (a file too big to read at all is the reader's 54000) */
+			if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= HPG_MAX_FILE_BYTES)
+				hpg_report_budget_check(held + (int64) st.st_size, "the stored profile");
+		}
 		if (i < 0 || !hpg_read_file(path, out, true))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),

@@ -13,10 +13,11 @@
  * The profile called name -- this session's snapshot, or a persisted
  * snapshot, exit dump or statement capture -- appended to out; its kind
  * ("snapshot", "exit dump", "capture") is returned.  ERROR if there is none,
- * if the name is in two places, if the file is unusable, or if the current
- * user may not read it.
+ * if the name is in two places, if the file is unusable, if the current
+ * user may not read it, or (53200) if held bytes and the profile together
+ * are more than a report may take (checked before it is read).
  */
-extern const char *hpg_stored_read(const char *name, StringInfo out);
+extern const char *hpg_stored_read(const char *name, StringInfo out, int64 held);
 /* Is name taken by a stored profile of a kind other than a snapshot? */
 extern bool hpg_stored_taken(const char *name);
 
