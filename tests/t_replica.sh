@@ -103,8 +103,8 @@ dump=$(qs -c "SELECT name FROM heapprof_dumps() LIMIT 1")
 # one idle session on each server holding known bytes
 coproc HOLD_P { psql -X -q -At -h "$pdir/sock" -p "$P1" -U postgres -d postgres; }
 coproc HOLD_S { psql -X -q -At -h "$sdir/sock" -p "$P2" -U postgres -d postgres; }
-echo "SELECT heapprof_enable(); SELECT heapprof_test_hold(3145728); SELECT pg_backend_pid();" >&"${HOLD_P[1]}"
-echo "SELECT heapprof_enable(); SELECT heapprof_test_hold(2097152); SELECT pg_backend_pid();" >&"${HOLD_S[1]}"
+echo "SET compute_query_id = on; SELECT heapprof_enable(); SELECT heapprof_test_hold(3145728); SELECT pg_backend_pid();" >&"${HOLD_P[1]}"
+echo "SET compute_query_id = on; SELECT heapprof_enable(); SELECT heapprof_test_hold(2097152); SELECT pg_backend_pid();" >&"${HOLD_S[1]}"
 for _ in 1 2; do read -r -t 20 _ <&"${HOLD_P[0]}"; read -r -t 20 _ <&"${HOLD_S[0]}"; done
 read -r -t 20 hp <&"${HOLD_P[0]}" && read -r -t 20 hs <&"${HOLD_S[0]}" || fail "holding sessions"
 
@@ -130,6 +130,15 @@ merged=$(sum "$w/merged.collapsed")
 grep -q ';hpt_outer;hpt_middle;hpt_leaf_alloc 5242880$' "$w/merged.collapsed" || { cat "$w/merged.collapsed"; fail "merged stack"; }
 cli -d "$A" -d "$B" --backend-type "client backend" --focus hpt_ --merge --report top -o "$w/merged.top" || fail "merged top"
 grep -qE '^ +1 +5242880 +100.0% .* hpt_leaf_alloc$' "$w/merged.top" || { cat "$w/merged.top"; fail "merged top"; }
+# ... by statement over both servers: the one statement that holds it on each,
+# by the queryid each server's heapprof_stacks gives it
+cli -d "$A" -d "$B" --backend-type "client backend" --focus hpt_ --merge --group-by query --report collapsed \
+	-o "$w/byquery.collapsed" || fail "--merge --group-by query"
+qid=$(qp -c "SELECT DISTINCT queryid FROM heapprof_stacks(pid => $hp, focus => 'hpt_')")
+[ -n "$qid" ] && [ "$qid" = "$(qs -c "SELECT DISTINCT queryid FROM heapprof_stacks(pid => $hs, focus => 'hpt_')")" ] ||
+	fail "the holding statement's queryid: '$qid' on the primary"
+[ "$(cut -d';' -f1 "$w/byquery.collapsed" | sort -u)" = "query $qid" ] && [ "$(sum "$w/byquery.collapsed")" = 5242880 ] ||
+	{ cat "$w/byquery.collapsed"; fail "--group-by query: not one root 'query $qid' of 5242880 bytes"; }
 for f in text dot flamegraph pprof svg; do
 	cli -d "$A" -d "$B" --backend-type "client backend" --merge --report $f -o "$w/merged.$f" && [ -s "$w/merged.$f" ] ||
 		fail "merged $f"

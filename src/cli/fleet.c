@@ -39,9 +39,21 @@
 	"AND coalesce(application_name, '') OPERATOR(pg_catalog.<>) 'pg_heapprof' " \
 	"ORDER BY pid"
 
-/* One row per frame (stack number, bytes, objects, frame; a stack without frames has one NULL frame). */
+/*
+ * One row per frame (stack number, bytes, objects, frame; a stack without
+ * frames has one NULL frame).  Grouped by query or context ($7), the stack
+ * gets a root frame named as the server's own grouped reports name it.
+ */
 #define STACKS_SQL "SELECT s.n, s.bytes, s.objects, f.name FROM (SELECT pg_catalog.row_number() OVER () AS n, " \
 	"t.bytes, t.objects, t.frames FROM @x.heapprof_stacks(focus => $3, ignore => $4, fold => $2::bool, " \
+	"pid => $1::int, peak => $5::boolean, seconds => $6::double precision) t) s " \
+	"LEFT JOIN LATERAL pg_catalog.unnest(s.frames) WITH ORDINALITY AS f(name, i) " \
+	"ON true ORDER BY s.n, f.i"
+#define STACKS_GROUPED_SQL "SELECT s.n, s.bytes, s.objects, f.name FROM (SELECT pg_catalog.row_number() OVER () AS n, " \
+	"t.bytes, t.objects, t.frames OPERATOR(pg_catalog.||) CASE $7::pg_catalog.text WHEN 'query' " \
+	"THEN pg_catalog.concat('query ', coalesce(t.queryid::pg_catalog.text, '(none)')) " \
+	"ELSE pg_catalog.concat('context ', coalesce(t.context, '(none)')) END AS frames " \
+	"FROM @x.heapprof_stacks(focus => $3, ignore => $4, fold => $2::bool, " \
 	"pid => $1::int, peak => $5::boolean, seconds => $6::double precision) t) s " \
 	"LEFT JOIN LATERAL pg_catalog.unnest(s.frames) WITH ORDINALITY AS f(name, i) " \
 	"ON true ORDER BY s.n, f.i"
@@ -176,12 +188,13 @@ ask_target(server *s, target *t)
 	const cli_opts *o = s->o;
 	const char *v[9] = {t->pid, o->fold, o->objects ? "true" : "false", o->focus, o->ignore,
 	NULL, o->stored, o->peak ? "true" : "false", o->window};
-	const char *mv[6] = {t->pid, o->fold, o->focus, o->ignore, v[7], o->window};
+	const char *mv[7] = {t->pid, o->fold, o->focus, o->ignore, v[7], o->window, o->group_by};
+	bool		grouped = o->group_by && strcmp(o->group_by, "function") != 0;
 
 	if (t->pr.msg)
 		return;
 	if (o->merge)
-		t->res = ask(s, &t->pr, STACKS_SQL, 6, mv, 0);
+		t->res = grouped ? ask(s, &t->pr, STACKS_GROUPED_SQL, 7, mv, 0) : ask(s, &t->pr, STACKS_SQL, 6, mv, 0);
 	else if (o->action == ACT_ENABLE || o->action == ACT_DISABLE)
 		t->res = query(s, &t->pr, o->action == ACT_ENABLE ? "SELECT @x.heapprof_enable(pid => $1::int)" :
 					   "SELECT @x.heapprof_disable(pid => $1::int)", 1, v, 0);

@@ -56,6 +56,9 @@ usage(FILE *f)
 			"  -m, --merge            sum the chosen processes' profiles into one report;\n"
 			"                         with --list, show each process's share of the sum\n"
 			"      --base-type=TYPE   with --merge: subtract the sum of the TYPE processes\n"
+			"      --group-by=BY      with --merge: one root per statement (query: its\n"
+			"                         queryid), per memory context (context), or none\n"
+			"                         (function, the default); servers at 1.2 or later\n"
 			"      --drop-negative    with --base-type: shrinking stacks count as 0\n\n"
 			"Options:\n"
 			"  -o, --output=FILE      write the report to FILE (default: standard output);\n"
@@ -254,6 +257,9 @@ other_arg(cli_opts *o, raw_args *r, int c, const char *arg)
 		case 'm':
 			o->merge = true;
 			break;
+		case 17:
+			o->group_by = arg;
+			break;
 		case 5:
 			o->base_type = arg;
 			break;
@@ -405,6 +411,11 @@ check_choice(cli_opts *o, int nsv)
 		bad_usage("--merge and --base-type need --backend-type and --list or --report");
 	if (o->base_type && (!o->merge || strcmp(o->base_type, o->type) == 0))
 		bad_usage("--base-type needs --merge and a type other than --backend-type");
+	if (o->group_by && strcmp(o->group_by, "query") != 0 && strcmp(o->group_by, "context") != 0 &&
+		strcmp(o->group_by, "function") != 0)
+		bad_usage("--group-by takes query, context or function, not \"%s\"", o->group_by);
+	if (o->group_by && !o->merge)
+		bad_usage("--group-by groups a --merge (for one process: group_by => in SQL)");
 	if (o->drop_negative && o->base_type == NULL)
 		bad_usage("--drop-negative needs --base-type");
 	if (o->merge && o->format && strcmp(o->format, "raw") == 0)
@@ -479,6 +490,7 @@ parse_options(int argc, char **argv, cli_opts *o)
 		{"backend-type", required_argument, NULL, 't'},
 		{"merge", no_argument, NULL, 'm'},
 		{"base-type", required_argument, NULL, 5},
+		{"group-by", required_argument, NULL, 17},
 		{"drop-negative", no_argument, NULL, 6},
 		{"output", required_argument, NULL, 'o'},
 		{"objects", no_argument, NULL, 1},

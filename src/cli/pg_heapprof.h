@@ -43,6 +43,7 @@ typedef struct cli_opts
 	const char *type;			/* --backend-type: "all", a type or a comma list */
 	const char *base_type;
 	bool		merge;
+	const char *group_by;		/* --group-by: "query", "context" or "function" */
 	bool		drop_negative;
 	bool		objects;
 	bool		peak;
