@@ -60,7 +60,7 @@ SELECT heapprof_drop_snapshot('corrupt');
 CREATE ROLE heapprof_alice;
 CREATE ROLE heapprof_bob;
 GRANT EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer), heapprof_snapshots(),
-  heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision)
+  heapprof_drop_snapshot(text), heapprof_top
   TO heapprof_alice, heapprof_bob;
 SET ROLE heapprof_alice;
 SELECT heapprof_snapshot('alice_snap', persist => true) >= 0 AS taken;
@@ -87,7 +87,7 @@ SELECT heapprof_drop_snapshot('leaky');
 SELECT count(*) AS left_over FROM heapprof_snapshots();
 SELECT count(*) AS files FROM pg_ls_dir('heapprof/snapshots') AS f;
 REVOKE EXECUTE ON FUNCTION heapprof_enable(integer), heapprof_snapshot(text, boolean, integer), heapprof_snapshots(),
-  heapprof_drop_snapshot(text), heapprof_top(integer, boolean, text, text, boolean, text, boolean, text, integer, text, boolean, double precision)
+  heapprof_drop_snapshot(text), heapprof_top
   FROM heapprof_alice, heapprof_bob;
 DROP ROLE heapprof_alice;
 DROP ROLE heapprof_bob;

@@ -108,7 +108,7 @@ other_pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'autovac
 	echo "SELECT heapprof_test_hold(3145728) IS NOT NULL;"
 	while read -r f; do
 		case $f in
-			heapprof_status | heapprof_backends | heapprof_requests | heapprof_snapshots | heapprof_dumps | heapprof_stored | \
+			heapprof_status | heapprof_backends | heapprof_requests | heapprof_snapshots | heapprof_dumps | heapprof_stored | heapprof_queries | heapprof_query_bytes | \
 				heapprof_captures | heapprof_objects)
 				echo "SELECT * FROM $f();" ;;
 			heapprof_enable | heapprof_forget_symbols) echo "SELECT $f();" ;;

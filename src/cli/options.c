@@ -460,9 +460,9 @@ static void
 connection_keywords(cli_opts *o, const raw_args *r)
 {
 	const char *kw[] = {"host", "port", "user", "connect_timeout", "fallback_application_name"};
-	const char *val[] = {r->host, r->port, r->user, r->timeout, progname};
+	const char *val[sizeof(kw) / sizeof(kw[0])] = {r->host, r->port, r->user, r->timeout, progname};
 
-	for (int i = 0; i < 5; i++)
+	for (size_t i = 0; i < sizeof(kw) / sizeof(kw[0]); i++)
 		if (val[i])
 		{
 			o->keywords[o->nkw] = kw[i];

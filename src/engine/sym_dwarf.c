@@ -280,6 +280,15 @@ sym_dwarf_cu(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t pc, Dwarf_Add
 	}
 	if ((dw = dwfl_module_getdwarf(mod, bias)) == NULL)
 		return NULL;
+	if (cus->aranges == 0)
+	{
+		Dwarf_Aranges *ar;
+		size_t		n = 0;
+
+		cus->aranges = dwarf_getaranges(dw, &ar, &n) == 0 && n > 0 ? 1 : -1;
+	}
+	if (cus->aranges > 0)
+		return NULL;
 	if (!cus->ranged)
 		range_cus(env, cus, mod);
 	i = hp_range_at(cus->ranges, cus->nranges, sizeof(sym_cu_range), pc);

@@ -112,7 +112,8 @@ typedef struct sym_cus
 	size_t		n;
 	size_t		nslots;
 	size_t		bytes;
-	/* every CU's ranges, sorted, when libdwfl's aranges miss (see sym_dwarf_cu) */
+	/* every CU's ranges, sorted, for an object without aranges (see sym_dwarf_cu) */
+	int			aranges;		/* 0: not looked at yet, 1: the object has them, -1: it has none */
 	sym_cu_range *ranges;
 	size_t		nranges;
 	bool		ranged;
@@ -139,9 +140,11 @@ extern int	sym_dwarf_chain(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t
 /*
  * The CU covering pc (a module address) into *out, and its bias; NULL if
  * none.  libdwfl finds it through .debug_aranges, which clang does not emit
- * (and elfutils before 0.191 then finds nothing): then every CU's own
- * ranges are read once, the CUs the index export walks, so that a name is
- * the same from a shared symbol index and without one.
+ * (and elfutils before 0.191 then finds nothing): for an object without
+ * them every CU's own ranges are read once, the CUs the index export walks,
+ * so that a name is the same from a shared symbol index and without one.
+ * (An object with aranges that do not cover pc has no CU there: its CUs
+ * are not walked, which would read all of its DWARF.)
  */
 extern Dwarf_Die *sym_dwarf_cu(hp_env *env, sym_cus *cus, Dwfl_Module *mod, uint64_t pc,
 							   Dwarf_Addr *bias, Dwarf_Die *out);

@@ -104,10 +104,15 @@ env_alloc(void *ctx, size_t size)
 	return p;
 }
 
+/* What the engine gives back is not the symbolizer's either (the arena frees replaced blocks). */
 static void
 env_free(void *ctx, void *ptr)
 {
+	analysis   *an = ctx;
+	int64		before = hpj_thread_net();
+
 	pfree(ptr);
+	an->engine_bytes += hpj_thread_net() - before;
 }
 
 static void env_error(void *ctx, hp_status code, const char *message);

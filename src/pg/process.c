@@ -23,6 +23,7 @@
 #include "process.h"
 #include "request.h"
 #include "store.h"
+#include "stored.h"
 
 hpg_proc
 hpg_proc_of(bool isnull, int32 pid)
@@ -176,7 +177,6 @@ no_peak(hpg_proc p, const hpg_peak *info)
 void
 hpg_proc_peak(hpg_proc p, StringInfo out, hpg_peak *info)
 {
-	char		path[MAXPGPATH];
 	hpg_answer	a;
 
 	if (p.self)
@@ -192,9 +192,7 @@ hpg_proc_peak(hpg_proc p, StringInfo out, hpg_peak *info)
 	}
 	if (info->taken_at == 0)
 		no_peak(p, info);
-	/* one file, replaced whole (store.c) */
-	hpg_peak_path(path, sizeof(path), p.pid);
-	if (!hpg_read_file(path, out, true))
+	if (!hpg_stored_read_peak(p.pid, out))
 		no_peak(p, info);
 	if (info->failed_errno != 0)
 	{

@@ -55,6 +55,7 @@
 #include "recording.h"
 #include "statements.h"
 #include "store.h"
+#include "stored.h"
 #include "engine/format.h"
 
 PG_FUNCTION_INFO_V1(heapprof_captures);
@@ -433,58 +434,50 @@ hpg_statements_init(void)
 	RegisterXactCallback(xact_callback, NULL);
 }
 
+/* One row of heapprof_captures() (stored.c hands over only readable ones). */
+static void
+capture_row(const char *name, const char *text, int len, void *arg)
+{
+	ReturnSetInfo *rsinfo = arg;
+	hp_meta		m;
+	hp_capture *c = palloc(sizeof(hp_capture));
+	Datum		values[10];
+	bool		nulls[10] = {0};
+	int64		bytes;
+	int64		stacks;
+	char	   *owner;
+
+	if (!hp_read_meta(text, len, &m) || !hp_read_capture(text, len, c))
+		return;
+	hpg_summarize(text, len, &bytes, &stacks);
+	owner = GetUserNameFromId(m.owner, true);
+	values[0] = CStringGetTextDatum(name);
+	values[1] = Int32GetDatum(m.pid);
+	values[2] = owner ? CStringGetTextDatum(owner) : (Datum) 0;
+	nulls[2] = owner == NULL;
+	values[3] = CStringGetTextDatum(c->database);
+	values[4] = Int64GetDatum(c->queryid);
+	nulls[4] = c->queryid == 0;
+	values[5] = CStringGetTextDatum(c->query);
+	values[6] = TimestampTzGetDatum((TimestampTz) m.taken_at);
+	values[7] = Int64GetDatum(c->growth);
+	values[8] = Int64GetDatum(bytes);
+	nulls[8] = bytes < 0;
+	values[9] = BoolGetDatum(c->partial);
+	/* text from a file: valid in the database encoding or not shown */
+	if (!pg_verifymbstr(c->database, strlen(c->database), true))
+		nulls[3] = true;
+	if (!pg_verifymbstr(c->query, strlen(c->query), true))
+		nulls[5] = true;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	pfree(c);
+}
+
 /* heapprof_captures(): one row per capture the current user may read */
 Datum
 heapprof_captures(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	  **names;
-	int			n;
-
 	InitMaterializedSRF(fcinfo, 0);
-	names = hpg_store_names(HPG_CAPTURE_DIR, &n);
-	for (int i = 0; i < n; i++)
-	{
-		char		path[MAXPGPATH];
-		StringInfoData text;
-		hp_meta		m;
-		hp_capture *c = palloc(sizeof(hp_capture));
-		Datum		values[10];
-		bool		nulls[10] = {0};
-		int64		bytes;
-		int64		stacks;
-		char	   *owner;
-
-		CHECK_FOR_INTERRUPTS();
-		hpg_store_path(path, HPG_CAPTURE_DIR, names[i]);
-		initStringInfo(&text);
-		if (!hpg_read_file_or_warn(path, &text) ||
-			!hp_read_meta(text.data, text.len, &m) ||
-			!hp_read_capture(text.data, text.len, c) ||
-			!hpg_can_read(text.data, text.len))
-			continue;
-		hpg_summarize(text.data, text.len, &bytes, &stacks);
-		owner = GetUserNameFromId(m.owner, true);
-		values[0] = CStringGetTextDatum(names[i]);
-		values[1] = Int32GetDatum(m.pid);
-		values[2] = owner ? CStringGetTextDatum(owner) : (Datum) 0;
-		nulls[2] = owner == NULL;
-		values[3] = CStringGetTextDatum(c->database);
-		values[4] = Int64GetDatum(c->queryid);
-		nulls[4] = c->queryid == 0;
-		values[5] = CStringGetTextDatum(c->query);
-		values[6] = TimestampTzGetDatum((TimestampTz) m.taken_at);
-		values[7] = Int64GetDatum(c->growth);
-		values[8] = Int64GetDatum(bytes);
-		nulls[8] = bytes < 0;
-		values[9] = BoolGetDatum(c->partial);
-		/* text from a file: valid in the database encoding or not shown */
-		if (!pg_verifymbstr(c->database, strlen(c->database), true))
-			nulls[3] = true;
-		if (!pg_verifymbstr(c->query, strlen(c->query), true))
-			nulls[5] = true;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		pfree(text.data);
-	}
+	hpg_stored_each_capture(capture_row, fcinfo->resultinfo);
 	return (Datum) 0;
 }

@@ -22,6 +22,7 @@
 
 #include "analysis.h"
 #include "files.h"
+#include "peak.h"
 #include "store.h"
 #include "stored.h"
 #include "engine/format.h"
@@ -29,14 +30,18 @@
 PG_FUNCTION_INFO_V1(heapprof_stored);
 
 /* The kinds kept in files, in the order a name is looked for. */
+enum
+{
+	K_SNAPSHOT, K_EXIT, K_CAPTURE
+};
 static const struct
 {
 	const char *kind;
 	const char *dir;
 }			kinds[] = {
-	{"snapshot", HPG_SNAPSHOT_DIR},
-	{"exit dump", HPG_EXIT_DIR},
-	{"capture", HPG_CAPTURE_DIR},
+	[K_SNAPSHOT] = {"snapshot", HPG_SNAPSHOT_DIR},
+	[K_EXIT] = {"exit dump", HPG_EXIT_DIR},
+	[K_CAPTURE] = {"capture", HPG_CAPTURE_DIR},
 };
 
 /* This session's snapshots. */
@@ -130,10 +135,19 @@ find_file(const char *name)
 }
 
 bool
+hpg_stored_read_peak(int pid, StringInfo out)
+{
+	char		path[MAXPGPATH];
+
+	hpg_peak_path(path, sizeof(path), pid);
+	return hpg_read_file(path, out, true);
+}
+
+bool
 hpg_stored_taken(const char *name)
 {
-	for (int i = 1; i < (int) lengthof(kinds); i++)
-		if (hpg_store_exists(kinds[i].dir, name))
+	for (int i = 0; i < (int) lengthof(kinds); i++)
+		if (i != K_SNAPSHOT && hpg_store_exists(kinds[i].dir, name))
 			return true;
 	return false;
 }
@@ -236,9 +250,14 @@ put_row(ReturnSetInfo *rsinfo, row_kind rk, const char *name, const char *kind,
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-/* The readable profiles of kinds[k]'s folder, skipping this session's snapshots. */
+/*
+ * fn for each readable profile of kinds[k]'s folder, oldest first (names
+ * start with the time where a process named them), skipping this session's
+ * snapshots when skip_session.
+ */
 static void
-list_files(ReturnSetInfo *rsinfo, row_kind rk, int k)
+each_file(int k, bool skip_session, void (*fn) (const char *name, const char *text, int len, void *arg),
+		  void *arg)
 {
 	int			n;
 	char	  **names = hpg_store_names(kinds[k].dir, &n);
@@ -249,7 +268,7 @@ list_files(ReturnSetInfo *rsinfo, row_kind rk, int k)
 		StringInfoData prof;
 
 		CHECK_FOR_INTERRUPTS();
-		if (rk != ROW_DUMPS && find_session(names[i]))
+		if (skip_session && find_session(names[i]))
 			continue;
 		hpg_store_path(path, kinds[k].dir, names[i]);
 		initStringInfo(&prof);
@@ -260,10 +279,39 @@ list_files(ReturnSetInfo *rsinfo, row_kind rk, int k)
 					 errmsg("heap profile \"%s\" is an empty file", path),
 					 errhint("Remove the file; heapprof never writes an empty profile.")));
 		else if (prof.len > 0 && hpg_can_read(prof.data, prof.len))
-			put_row(rsinfo, rk, names[i], kinds[k].kind, prof.data, prof.len, true);
+			fn(names[i], prof.data, prof.len, arg);
 		pfree(prof.data);
 		pfree(names[i]);
 	}
+}
+
+typedef struct row_arg
+{
+	ReturnSetInfo *rsinfo;
+	row_kind	rk;
+	int			k;
+} row_arg;
+
+static void
+file_row(const char *name, const char *text, int len, void *arg)
+{
+	row_arg    *r = arg;
+
+	put_row(r->rsinfo, r->rk, name, kinds[r->k].kind, text, len, true);
+}
+
+static void
+list_files(ReturnSetInfo *rsinfo, row_kind rk, int k)
+{
+	row_arg		r = {rsinfo, rk, k};
+
+	each_file(k, rk != ROW_DUMPS, file_row, &r);
+}
+
+void
+hpg_stored_each_capture(void (*fn) (const char *name, const char *text, int len, void *arg), void *arg)
+{
+	each_file(K_CAPTURE, false, fn, arg);
 }
 
 static void
@@ -279,13 +327,13 @@ void
 hpg_stored_list_snapshots(ReturnSetInfo *rsinfo)
 {
 	list_session(rsinfo, ROW_SNAPSHOTS);
-	list_files(rsinfo, ROW_SNAPSHOTS, 0);
+	list_files(rsinfo, ROW_SNAPSHOTS, K_SNAPSHOT);
 }
 
 void
 hpg_stored_list_dumps(ReturnSetInfo *rsinfo)
 {
-	list_files(rsinfo, ROW_DUMPS, 1);
+	list_files(rsinfo, ROW_DUMPS, K_EXIT);
 }
 
 /* heapprof_stored(): name, kind, pid, owner, taken_at, total_bytes, file_bytes */

@@ -18,6 +18,8 @@
  * are more than a report may take (checked before it is read).
  */
 extern const char *hpg_stored_read(const char *name, StringInfo out, int64 held);
+/* Process pid's peak profile (a file replaced whole) appended to out; false if it has none. */
+extern bool hpg_stored_read_peak(int pid, StringInfo out);
 /* Is name taken by a stored profile of a kind other than a snapshot? */
 extern bool hpg_stored_taken(const char *name);
 
@@ -36,5 +38,12 @@ extern void hpg_stored_session_usage(int64 *count, int64 *bytes);
 extern void hpg_stored_list_snapshots(ReturnSetInfo *rsinfo);
 /* heapprof_dumps()' rows. */
 extern void hpg_stored_list_dumps(ReturnSetInfo *rsinfo);
+/*
+ * fn(name, text, len, arg) for each statement capture the current user may
+ * read, oldest first (heapprof_captures()); unusable files are skipped with
+ * a WARNING.
+ */
+extern void hpg_stored_each_capture(void (*fn) (const char *name, const char *text, int len, void *arg),
+									void *arg);
 
 #endif

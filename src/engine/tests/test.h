@@ -48,6 +48,7 @@ t_fail(const char *name, const char *fmt,...)
 }
 
 /* One check: ok when cond holds, else FAIL with the message. */
+#define lengthof(a) (sizeof(a) / sizeof((a)[0]))
 #define T_CHECK(name, cond, ...) \
 	do { if (cond) t_ok(name); else t_fail(name, __VA_ARGS__); } while (0)
 

@@ -140,7 +140,7 @@ main(void)
 			{1, {"c", "b"}, 40, 4}, {0, {"a", "b"}, 20, 1},
 		};
 
-		combine(&c, w, 2, s, 5, &g);
+		combine(&c, w, 2, s, lengthof(s), &g);
 		p = find(&g, ab);
 		T_CHECK("combine diff", g.npaths == 3 && p && p->bytes == 90 && p->objs == 2 &&
 				find(&g, ba)->bytes == 5 && find(&g, cb)->bytes == -40 && find(&g, cb)->objs == -4,
@@ -163,7 +163,7 @@ main(void)
 			{3, {"a", "b"}, 1000, 1}, {2, {"c", "b"}, 7, 1}, {3, {"b", "a"}, 3, 3},
 		};
 
-		combine(&c, w, 4, s, 6, &g);
+		combine(&c, w, 4, s, lengthof(s), &g);
 		p = find(&g, ab);
 		T_CHECK("combine merge of N", g.npaths == 3 && p && p->bytes == 1 + 10 + 200 - 1000 &&
 				p->objs == 1 + 1 + 2 - 1 && find(&g, cb)->bytes == 14 && find(&g, ba)->objs == -3,
@@ -186,7 +186,7 @@ main(void)
 			{1, {"c", "b"}, 5, 1}, {0, {"b", "a"}, 1e300, 1},
 		};
 
-		combine(&c, w, 2, s, 5, &g);
+		combine(&c, w, 2, s, lengthof(s), &g);
 		p = find(&g, ab);
 		T_CHECK("combine join keeps the window's values", p && p->bytes == 0.1 + 0.2 && p->objs == 2 &&
 				find(&g, ba)->bytes == 1e300 && find(&g, cb)->bytes == 0 && find(&g, cb)->objs == 0,
@@ -204,7 +204,7 @@ main(void)
 		combine(&c, w, 2, s, 0, &g);
 		T_CHECK("combine nothing", g.npaths == 0 && g.nfuncs == 0 && g.paths == NULL,
 				"%zu paths", g.npaths);
-		combine(&c, w, 2, s, 3, &g);
+		combine(&c, w, 2, s, lengthof(s), &g);
 		p = find(&g, none);
 		T_CHECK("combine empty stacks are one path", g.npaths == 2 && p && p->nframes == 0 &&
 				p->bytes == -2 && p->objs == -1 && p->input[0] == 4 && p->input[2] == 6,
