@@ -177,7 +177,7 @@ dbg=/usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug
 [ -f "$dbg" ] || fail "no debug file for $lib ($dbg): install libc6-dbg"
 fresh ""	# every index written again after the limits above
 mv "$dbg" "$dbg.hp-away"
-at_exit "mv -f '$dbg.hp-away' '$dbg'"
+at_exit "[ ! -e '$dbg.hp-away' ] || mv -f '$dbg.hp-away' '$dbg'"
 rm -f "$dir/$bid.heap"
 fresh ""
 read -r ms bytes hits misses anon < "$w/figures"
