@@ -44,6 +44,9 @@
 
 static int	symbol_index_limit_kb = 262144;
 
+/* No real index comes near this: a larger file is refused whatever the limit. */
+#define MAX_INDEX_BYTES ((int64) 4 << 30)
+
 static int64
 limit_bytes(void)
 {
@@ -97,9 +100,19 @@ index_map(void *arg, const uint8_t *id, size_t idlen, size_t *len, bool *refused
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 		st.st_dev != ls.st_dev || st.st_ino != ls.st_ino ||
 		st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 ||
-		st.st_nlink != 1 || st.st_size <= 0 || st.st_size > limit_bytes())
+		st.st_nlink != 1 || st.st_size <= 0 || st.st_size > MAX_INDEX_BYTES)
 	{
 		close(fd);
+		return NULL;
+	}
+	/*
+	 * Over this session's limit (a superuser may lower it for a session): not
+	 * used here, but not refused either, so other backends keep it.
+	 */
+	if (st.st_size > limit_bytes())
+	{
+		close(fd);
+		*refused = false;
 		return NULL;
 	}
 	p = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_SHARED, fd, 0);
