@@ -10,7 +10,9 @@
 #  - a stored profile larger than the budget is refused (53200) before it
 #    is read: the backend's peak RSS does not grow by the file's size;
 #  - a superuser raises the setting and the same report succeeds; a role
-#    that is not one cannot SET it (42501) until granted SET on it.
+#    that is not one cannot SET it (42501) until granted SET on it, and
+#    lowering it does not tell that role another's profile's size (42501
+#    before 53200).
 set -euo pipefail
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
@@ -89,6 +91,12 @@ grep -q "ERROR:  42501: permission denied to set parameter \"heapprof.report_mem
 q -c "GRANT SET ON PARAMETER heapprof.report_memory_limit TO hp_budget_role" >/dev/null
 [ "$(psql -X -q -At -d postgres -U hp_budget_role -c "SET heapprof.report_memory_limit = '1GB'" -c "SHOW heapprof.report_memory_limit")" = 1GB ] ||
 	{ echo "granted SET: not raised"; exit 1; }
+# a role that may lower it does not learn the size of a profile it may not read
+q -c "GRANT EXECUTE ON FUNCTION heapprof_top TO hp_budget_role" >/dev/null
+other=$(psql -X -At -v VERBOSITY=verbose -d postgres -U hp_budget_role -c "SET heapprof.report_memory_limit = '1kB'" \
+	-c "$report" 2>&1) && { echo "another role's profile read"; exit 1; }
+grep -q "ERROR:  42501: permission denied for heap profile \"hp_budget\"" <<<"$other" && ! grep -q "bytes" <<<"$other" ||
+	{ echo "another role's profile over the budget: $other"; exit 1; }
 q -c "REVOKE SET ON PARAMETER heapprof.report_memory_limit FROM hp_budget_role" >/dev/null
 
 echo "budget: ${kb} kB profile over 24MB: 53200, contexts back to $(val mem0) bytes, peak RSS +${grew} kB, server not restarted; non-superuser SET refused (42501), granted SET allowed"

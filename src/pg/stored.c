@@ -12,10 +12,13 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/fd.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -152,6 +155,34 @@ hpg_stored_taken(const char *name)
 	return false;
 }
 
+/*
+ * Before the file at path is read: may the current user read it (by its
+ * first line, where every writer puts the owner), then does held plus its
+ * size fit the budget.  In this order, so that a refusal for size does not
+ * tell the size of a profile the user may not read.  Anything unusable is
+ * left to the reader to report; the whole file's owner is checked again
+ * once read.
+ */
+static void
+check_before_read(const char *name, const char *path, int64 held)
+{
+	int			fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
+	struct stat st;
+	char		head[1024];
+	ssize_t		n = -1;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= HPG_MAX_FILE_BYTES)
+		n = read(fd, head, sizeof(head));
+	CloseTransientFile(fd);
+	if (n <= 0)
+		return;
+	if (!hpg_can_read(head, (int) n))
+		hpg_deny(name, "read");
+	hpg_report_budget_check(held + (int64) st.st_size, "the stored profile");
+}
+
 const char *
 hpg_stored_read(const char *name, StringInfo out, int64 held)
 {
@@ -162,6 +193,8 @@ hpg_stored_read(const char *name, StringInfo out, int64 held)
 	hpg_check_name(name);
 	if ((s = find_session(name)) != NULL)
 	{
+		if (!hpg_can_read(s->text, s->len))
+			hpg_deny(name, "read");
 		hpg_report_budget_check(held + s->len, "the stored profile");
 		appendBinaryStringInfo(out, s->text, s->len);
 	}
@@ -169,14 +202,11 @@ hpg_stored_read(const char *name, StringInfo out, int64 held)
 	{
 		int			i = find_file(name);
 		char		path[MAXPGPATH];
-		struct stat st;
 
 		if (i >= 0)
 		{
 			hpg_store_path(path, kinds[i].dir, name);
-			/* (a file too big to read at all is the reader's 54000) */
-			if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= HPG_MAX_FILE_BYTES)
-				hpg_report_budget_check(held + (int64) st.st_size, "the stored profile");
+			check_before_read(name, path, held);
 		}
 		if (i < 0 || !hpg_read_file(path, out, true))
 			ereport(ERROR,
