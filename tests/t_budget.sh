@@ -8,7 +8,8 @@
 #    its peak RSS (VmHWM) rose by less than the budget plus 16 MB, the
 #    session goes on and the server did not restart;
 #  - a stored profile larger than the budget is refused (53200) before it
-#    is read: the backend's peak RSS does not grow by the file's size;
+#    is read: the backend's peak RSS does not grow by the file's size; so
+#    is a peak profile;
 #  - a superuser raises the setting and the same report succeeds; a role
 #    that is not one cannot SET it (42501) until granted SET on it, and
 #    lowering it does not tell that role another's profile's size (42501
@@ -81,6 +82,18 @@ grep -q "ERROR:  53200: the report needs more memory than heapprof.report_memory
 rval() { awk -F'|' -v k="$1" '$1 == k {print $2}' <<<"$refused"; }
 [ $(( $(rval hwm1) - $(rval hwm0) )) -lt $(( kb / 2 )) ] ||
 	{ echo "peak RSS grew by $(( $(rval hwm1) - $(rval hwm0) )) kB refusing a $kb kB file"; exit 1; }
+
+# so is a peak profile larger than the budget
+peak=$(psql -X -At -v VERBOSITY=verbose -d postgres 2>&1 <<SQL
+SELECT heapprof_enable();
+SELECT count(*) FROM generate_series(1, 100000) g GROUP BY g % 1000;
+SET heapprof.report_memory_limit = '1kB';
+SELECT count(*) FROM heapprof_top(peak => true);
+SQL
+)
+grep -q "ERROR:  53200: the report needs more memory than heapprof.report_memory_limit" <<<"$peak" &&
+	grep -q "DETAIL:  the peak profile would hold [0-9]* bytes before the analysis starts" <<<"$peak" ||
+	{ echo "a peak profile over the budget: $peak"; exit 1; }
 
 # only superusers, or roles granted SET on it, raise it
 q -c "CREATE ROLE hp_budget_role LOGIN" >/dev/null

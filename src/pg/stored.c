@@ -141,8 +141,12 @@ bool
 hpg_stored_read_peak(int pid, StringInfo out)
 {
 	char		path[MAXPGPATH];
+	struct stat st;
 
 	hpg_peak_path(path, sizeof(path), pid);
+	/* over the budget before it is read, as a stored profile */
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= HPG_MAX_FILE_BYTES)
+		hpg_report_budget_check((int64) st.st_size, "the peak profile");
 	return hpg_read_file(path, out, true);
 }
 
