@@ -239,7 +239,9 @@ range_cus(hp_env *env, sym_cus *cus, Dwfl_Module *mod)
 		Dwarf_Addr	lo;
 		Dwarf_Addr	hi;
 		ptrdiff_t	off = 0;
+		bool		full = false;
 
+		hp_work(env, 1);		/* a unit without ranges is work too */
 		while ((off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0)
 		{
 			hp_work(env, 1);
@@ -251,12 +253,17 @@ range_cus(hp_env *env, sym_cus *cus, Dwfl_Module *mod)
 				sym_cu_range *v = realloc(cus->ranges, n * sizeof(*v));
 
 				if (v == NULL)
-					return;
+				{
+					full = true;	/* fewer ranges, still sorted below */
+					break;
+				}
 				cus->ranges = v;
 				cap = n;
 			}
 			cus->ranges[cus->nranges++] = (sym_cu_range) {lo + bias, hi + bias, dwarf_dieoffset(cu)};
 		}
+		if (full)
+			break;
 	}
 	for (size_t m = cus->nranges; m > 1; m /= 2)
 		hp_work(env, cus->nranges);
