@@ -138,7 +138,6 @@ sym_elf_free(sym_symbols *ix)
 	free(ix->labels);
 }
 
-/* Index of the last range starting at or below pc, or SIZE_MAX. */
 HP_RANGE_TYPE(sym_range);
 
 const sym_range *

@@ -883,6 +883,32 @@ dwarf_line(hp_env *env, mod_index *ix, uint64_t pc, hp_arena *a, hp_symbol *out)
 	dwarf_lineno(l, &out->line);
 }
 
+/*
+ * out's name and inline chain from lv[0..k): lv[0] is the real function,
+ * lv[k - 1] the innermost inlined one.  Names and files are copied into a.
+ */
+static void
+put_chain(hp_symbolizer *s, hp_arena *a, const sym_level *lv, int k, hp_symbol *out)
+{
+	size_t		n = (size_t) (k - 1);
+
+	out->name = sym_display_name(&s->names, a, lv[0].name);
+	if (k < 2)
+		return;
+	out->inlines = hp_alloc(a, n * sizeof(char *));
+	out->call_files = hp_alloc(a, n * sizeof(char *));
+	out->call_lines = hp_alloc(a, n * sizeof(int));
+	for (size_t i = 0; i < n; i++)
+	{
+		const sym_level *l = &lv[n - i];
+
+		out->inlines[i] = sym_display_name(&s->names, a, l->name ? l->name : "??");
+		out->call_files[i] = l->call_file ? hp_strdup(a, l->call_file) : NULL;
+		out->call_lines[i] = l->call_line;
+	}
+	out->ninlines = (uint32_t) n;
+}
+
 /* The function and its inline chain at pc from DWARF; false when DWARF does not cover pc. */
 static bool
 dwarf_frames(hp_symbolizer *s, mod_index *ix, uint64_t pc, hp_arena *a, hp_symbol *out)
@@ -893,25 +919,7 @@ dwarf_frames(hp_symbolizer *s, mod_index *ix, uint64_t pc, hp_arena *a, hp_symbo
 	account(s, ix);
 	if (k == 0 || lv[0].name == NULL)
 		return false;
-	/* lv[0] is the real function, lv[k - 1] the innermost inlined one */
-	out->name = sym_display_name(&s->names, a, lv[0].name);
-	if (k > 1)
-	{
-		size_t		n = (size_t) (k - 1);
-
-		out->inlines = hp_alloc(a, n * sizeof(char *));
-		out->call_files = hp_alloc(a, n * sizeof(char *));
-		out->call_lines = hp_alloc(a, n * sizeof(int));
-		for (size_t i = 0; i < n; i++)
-		{
-			const sym_level *l = &lv[n - i];
-
-			out->inlines[i] = sym_display_name(&s->names, a, l->name ? l->name : "??");
-			out->call_files[i] = l->call_file ? hp_strdup(a, l->call_file) : NULL;
-			out->call_lines[i] = l->call_line;
-		}
-		out->ninlines = (uint32_t) n;
-	}
+	put_chain(s, a, lv, k, out);
 	return true;
 }
 
@@ -944,26 +952,12 @@ indexed_symbol(hp_symbolizer *s, const hp_symindex *sx, uint64_t addr, mod_index
 	if (line && (k = hp_symindex_chain(sx, addr, lv)) > 0 &&
 		(name = hp_symindex_str(sx, lv[0]->name)) != NULL)
 	{
-		out->name = sym_display_name(&s->names, a, name);
-		if (k > 1)
-		{
-			size_t		n = (size_t) (k - 1);
+		sym_level	chain[HPX_DEPTHS];
 
-			out->inlines = hp_alloc(a, n * sizeof(char *));
-			out->call_files = hp_alloc(a, n * sizeof(char *));
-			out->call_lines = hp_alloc(a, n * sizeof(int));
-			for (size_t i = 0; i < n; i++)
-			{
-				const hpx_inline *l = lv[n - i];
-				const char *in = hp_symindex_str(sx, l->name);
-				const char *cf = hp_symindex_str(sx, l->call_file);
-
-				out->inlines[i] = sym_display_name(&s->names, a, in ? in : "??");
-				out->call_files[i] = cf ? hp_strdup(a, cf) : NULL;
-				out->call_lines[i] = l->call_line;
-			}
-			out->ninlines = (uint32_t) n;
-		}
+		for (int d = 0; d < k; d++)
+			chain[d] = (sym_level) {hp_symindex_str(sx, lv[d]->name),
+				hp_symindex_str(sx, lv[d]->call_file), lv[d]->call_line};
+		put_chain(s, a, chain, k, out);
 		return;
 	}
 	if (sym)
