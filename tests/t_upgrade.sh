@@ -62,6 +62,13 @@ r=$(DB=hp_up_old q -c "SELECT count(*) FROM heapprof_status()" 2>&1) && [ "$r" =
 paths=$(DB=hp_up_old q -c "SELECT target FROM pg_extension_update_paths('heapprof')
 	WHERE source = '1.0' AND path IS NULL AND target <> '1.0'")
 [ -z "$paths" ] || fail "no update path from 1.0 to: $paths"
+# the client asks a 1.0 server for what 1.0 has, and names what it lacks
+"$HP_TOP/pg_heapprof" -d hp_up_old --backend-type checkpointer --merge --report top >/dev/null 2>&1 ||
+	fail "pg_heapprof --merge against a 1.0 database"
+r=$("$HP_TOP/pg_heapprof" -d hp_up_old --backend-type checkpointer --merge --group-by query 2>&1) &&
+	fail "--group-by against a 1.0 database succeeded: $r"
+grep -q 'needs heapprof 1.2 on the server; database "hp_up_old" has 1.0' <<<"$r" &&
+	grep -q 'ALTER EXTENSION heapprof UPDATE' <<<"$r" || fail "--group-by against 1.0: $r"
 DB=hp_up_old q -c "ALTER EXTENSION heapprof UPDATE" >/dev/null
 [ "$(DB=hp_up_old q -c "SELECT has_function_privilege('hp_up_role', 'heapprof_status(integer)', 'EXECUTE')")" = t ] ||
 	fail "the update lost a DBA's grant on heapprof_status()"

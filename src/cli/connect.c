@@ -262,7 +262,8 @@ bool
 connect_server(server *s)
 {
 	PGresult   *res;
-	char		msg[200];
+	char		msg[300];
+	bool		before_1_2;
 
 	if (!open_session(s))
 		return false;
@@ -280,9 +281,17 @@ connect_server(server *s)
 		return false;
 	}
 	snprintf(s->schema, sizeof(s->schema), "%s", cell(res, 0, 0));
-	/* 1.0 and 1.1 called it dump */
-	s->stored_arg = strcmp(cell(res, 0, 1), "1.0") == 0 ||
-		strcmp(cell(res, 0, 1), "1.1") == 0 ? "dump" : "stored";
+	/* 1.0 and 1.1 called it dump, and had no labels */
+	before_1_2 = strcmp(cell(res, 0, 1), "1.0") == 0 || strcmp(cell(res, 0, 1), "1.1") == 0;
+	s->stored_arg = before_1_2 ? "dump" : "stored";
+	if (before_1_2 && s->o->group_by && strcmp(s->o->group_by, "function") != 0)
+	{
+		snprintf(msg, sizeof(msg), "--group-by %s needs heapprof 1.2 on the server; database \"%s\" has %s",
+				 s->o->group_by, PQdb(s->conn), cell(res, 0, 1));
+		set_problem(&s->pr, msg, "run ALTER EXTENSION heapprof UPDATE; in that database");
+		PQclear(res);
+		return false;
+	}
 	PQclear(res);
 	return true;
 }

@@ -23,14 +23,18 @@
 /*
  * Read path into out; returns the file, still open (a transient file: an
  * error closes it), or -1 if missing (and missing_ok) or, below ERROR,
- * unusable.  st: what fstat said of it.
+ * unusable.  st: what fstat said of it.  check, if given, sees the opened
+ * file's first bytes and size before anything more is read, and then no
+ * more than that size is read: what it judged is what is read.
  */
 static int
-read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct stat *st)
+read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct stat *st,
+		  hpg_read_check check, void *arg)
 {
 	int			fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
 	const char *why = NULL;
 	int			start = out->len;
+	int64		limit = HPG_MAX_FILE_BYTES;
 
 	if (fd < 0 && errno == ENOENT && missing_ok)
 		return -1;
@@ -72,6 +76,14 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct 
 				 errhint("Report on it off the server: copy the file and run heapprof-report on it.")));
 		return -1;
 	}
+	if (check)
+	{
+		char		head[HPG_READ_HEAD];
+		ssize_t		n = pread(fd, head, sizeof(head), 0);
+
+		check(head, n < 0 ? 0 : (int) n, (int64) st->st_size, arg);
+		limit = (int64) st->st_size;
+	}
 	for (;;)
 	{
 		ssize_t		n;
@@ -81,7 +93,7 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct 
 		n = read(fd, out->data + out->len, out->maxlen - out->len - 1);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 || out->len - start > HPG_MAX_FILE_BYTES)
+		if (n < 0 || out->len - start + n > limit)
 		{
 			int			save = errno;
 
@@ -96,7 +108,8 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct 
 			else
 				ereport(elevel,
 						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("heap profile \"%s\" grew beyond 256 MB while being read", path)));
+						 errmsg("heap profile \"%s\" grew while being read", path),
+						 errhint("heapprof publishes a profile whole, by one rename; something else writes this file.")));
 			return -1;
 		}
 		if (n == 0)
@@ -112,7 +125,7 @@ static bool
 read_and_close(const char *path, StringInfo out, bool missing_ok, int elevel)
 {
 	struct stat st;
-	int			fd = read_file(path, out, missing_ok, elevel, &st);
+	int			fd = read_file(path, out, missing_ok, elevel, &st, NULL, NULL);
 
 	if (fd < 0)
 		return false;
@@ -123,7 +136,19 @@ read_and_close(const char *path, StringInfo out, bool missing_ok, int elevel)
 int
 hpg_read_file_open(const char *path, StringInfo out, struct stat *st)
 {
-	return read_file(path, out, true, ERROR, st);
+	return read_file(path, out, true, ERROR, st, NULL, NULL);
+}
+
+bool
+hpg_read_file_checked(const char *path, StringInfo out, hpg_read_check check, void *arg)
+{
+	struct stat st;
+	int			fd = read_file(path, out, true, ERROR, &st, check, arg);
+
+	if (fd < 0)
+		return false;
+	CloseTransientFile(fd);
+	return true;
 }
 
 bool

@@ -26,6 +26,17 @@ extern bool hpg_read_file(const char *path, StringInfo out, bool missing_ok);
 struct stat;
 extern int	hpg_read_file_open(const char *path, StringInfo out, struct stat *st);
 
+/*
+ * hpg_read_file (missing_ok), but check is first given the opened file's
+ * first bytes (at most HPG_READ_HEAD; a profile's owner line fits) and its
+ * size, before it is read; it raises an ERROR to refuse.  Then no more than
+ * that size is read, so a file swapped or grown after the check is never
+ * read past what check allowed.
+ */
+#define HPG_READ_HEAD 1024
+typedef void (*hpg_read_check) (const char *head, int len, int64 size, void *arg);
+extern bool hpg_read_file_checked(const char *path, StringInfo out, hpg_read_check check, void *arg);
+
 /* The same for listings: false, with a WARNING, for anything unusable; silent if missing. */
 extern bool hpg_read_file_or_warn(const char *path, StringInfo out);
 

@@ -137,17 +137,39 @@ find_file(const char *name)
 	return found;
 }
 
+typedef struct
+{
+	const char *name;			/* NULL: a peak, readable by whoever asked for its pid */
+	int64		held;
+} read_check;
+
+/*
+ * Before a stored profile is read: may the current user read it (by its
+ * first line, where every writer puts the owner), then does held plus its
+ * size fit the budget.  In this order, so that a refusal for size does not
+ * tell the size of a profile the user may not read.  The whole file's owner
+ * is checked again once read.
+ */
+static void
+check_before_read(const char *head, int len, int64 size, void *arg)
+{
+	read_check *c = arg;
+
+	if (len == 0)
+		return;					/* the reader reports an empty file */
+	if (c->name && !hpg_can_read(head, len))
+		hpg_deny(c->name, "read");
+	hpg_report_budget_check(c->held + size, c->name ? "the stored profile" : "the peak profile");
+}
+
 bool
 hpg_stored_read_peak(int pid, StringInfo out)
 {
 	char		path[MAXPGPATH];
-	struct stat st;
+	read_check c = {NULL, 0};
 
 	hpg_peak_path(path, sizeof(path), pid);
-	/* over the budget before it is read, as a stored profile */
-	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= HPG_MAX_FILE_BYTES)
-		hpg_report_budget_check((int64) st.st_size, "the peak profile");
-	return hpg_read_file(path, out, true);
+	return hpg_read_file_checked(path, out, check_before_read, &c);
 }
 
 bool
@@ -157,34 +179,6 @@ hpg_stored_taken(const char *name)
 		if (i != K_SNAPSHOT && hpg_store_exists(kinds[i].dir, name))
 			return true;
 	return false;
-}
-
-/*
- * Before the file at path is read: may the current user read it (by its
- * first line, where every writer puts the owner), then does held plus its
- * size fit the budget.  In this order, so that a refusal for size does not
- * tell the size of a profile the user may not read.  Anything unusable is
- * left to the reader to report; the whole file's owner is checked again
- * once read.
- */
-static void
-check_before_read(const char *name, const char *path, int64 held)
-{
-	int			fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
-	struct stat st;
-	char		head[1024];
-	ssize_t		n = -1;
-
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= HPG_MAX_FILE_BYTES)
-		n = read(fd, head, sizeof(head));
-	CloseTransientFile(fd);
-	if (n <= 0)
-		return;
-	if (!hpg_can_read(head, (int) n))
-		hpg_deny(name, "read");
-	hpg_report_budget_check(held + (int64) st.st_size, "the stored profile");
 }
 
 const char *
@@ -206,13 +200,11 @@ hpg_stored_read(const char *name, StringInfo out, int64 held)
 	{
 		int			i = find_file(name);
 		char		path[MAXPGPATH];
+		read_check	c = {name, held};
 
 		if (i >= 0)
-		{
 			hpg_store_path(path, kinds[i].dir, name);
-			check_before_read(name, path, held);
-		}
-		if (i < 0 || !hpg_read_file(path, out, true))
+		if (i < 0 || !hpg_read_file_checked(path, out, check_before_read, &c))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("heap profile \"%s\" does not exist", name),
