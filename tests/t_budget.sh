@@ -9,7 +9,8 @@
 #    session goes on and the server did not restart;
 #  - a stored profile larger than the budget is refused (53200) before it
 #    is read: the backend's peak RSS does not grow by the file's size; so
-#    is a peak profile;
+#    is a peak profile, and a live heap (this backend's, another's), but not
+#    heapprof_dump_portable(), the way out;
 #  - a superuser raises the setting and the same report succeeds; a role
 #    that is not one cannot SET it (42501) until granted SET on it, and
 #    lowering it does not tell that role another's profile's size (42501
@@ -94,6 +95,20 @@ SQL
 grep -q "ERROR:  53200: the report needs more memory than heapprof.report_memory_limit" <<<"$peak" &&
 	grep -q "DETAIL:  the peak profile would hold [0-9]* bytes before the analysis starts" <<<"$peak" ||
 	{ echo "a peak profile over the budget: $peak"; exit 1; }
+
+# ... and a live heap, this backend's or another's, checked before it is
+# read; heapprof_dump_portable(), the way out, is not limited
+live=$(psql -X -At -v VERBOSITY=verbose -d postgres 2>&1 <<SQL
+SELECT heapprof_enable();
+SELECT count(*) FROM generate_series(1, 100000) g GROUP BY g % 1000;
+SET heapprof.report_memory_limit = '1kB';
+SELECT count(*) FROM heapprof_top();
+SELECT count(*) FROM heapprof_top(pid => (SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'));
+SELECT 'portable', length(heapprof_dump_portable()) > 1024;
+SQL
+)
+[ "$(grep -c "DETAIL:  the heap profile would hold [0-9]* bytes before the analysis starts" <<<"$live")" = 2 ] &&
+	grep -qx "portable|t" <<<"$live" || { echo "a live heap over the budget: $live"; exit 1; }
 
 # only superusers, or roles granted SET on it, raise it
 q -c "CREATE ROLE hp_budget_role LOGIN" >/dev/null

@@ -125,6 +125,12 @@ hpg_report_budget_check(int64 bytes, const char *what)
 				  psprintf("%s would hold " INT64_FORMAT " bytes before the analysis starts", what, bytes));
 }
 
+void
+hpg_report_budget_read(const char *head, int len, int64 size, void *held)
+{
+	hpg_report_budget_check(*(const int64 *) held + size, "the heap profile");
+}
+
 static void
 env_error(void *ctx, hp_status code, const char *message)
 {

@@ -122,10 +122,11 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct 
 
 /* read_file, closing the file: false if there was none to read */
 static bool
-read_and_close(const char *path, StringInfo out, bool missing_ok, int elevel)
+read_and_close(const char *path, StringInfo out, bool missing_ok, int elevel,
+			   hpg_read_check check, void *arg)
 {
 	struct stat st;
-	int			fd = read_file(path, out, missing_ok, elevel, &st, NULL, NULL);
+	int			fd = read_file(path, out, missing_ok, elevel, &st, check, arg);
 
 	if (fd < 0)
 		return false;
@@ -140,27 +141,21 @@ hpg_read_file_open(const char *path, StringInfo out, struct stat *st)
 }
 
 bool
-hpg_read_file_checked(const char *path, StringInfo out, hpg_read_check check, void *arg)
+hpg_read_file_checked(const char *path, StringInfo out, bool missing_ok, hpg_read_check check, void *arg)
 {
-	struct stat st;
-	int			fd = read_file(path, out, true, ERROR, &st, check, arg);
-
-	if (fd < 0)
-		return false;
-	CloseTransientFile(fd);
-	return true;
+	return read_and_close(path, out, missing_ok, ERROR, check, arg);
 }
 
 bool
 hpg_read_file(const char *path, StringInfo out, bool missing_ok)
 {
-	return read_and_close(path, out, missing_ok, ERROR);
+	return read_and_close(path, out, missing_ok, ERROR, NULL, NULL);
 }
 
 bool
 hpg_read_file_or_warn(const char *path, StringInfo out)
 {
-	return read_and_close(path, out, true, WARNING);
+	return read_and_close(path, out, true, WARNING, NULL, NULL);
 }
 
 bool

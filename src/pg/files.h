@@ -27,7 +27,7 @@ struct stat;
 extern int	hpg_read_file_open(const char *path, StringInfo out, struct stat *st);
 
 /*
- * hpg_read_file (missing_ok), but check is first given the opened file's
+ * hpg_read_file, but check (if not NULL) is first given the opened file's
  * first bytes (at most HPG_READ_HEAD; a profile's owner line fits) and its
  * size, before it is read; it raises an ERROR to refuse.  Then no more than
  * that size is read, so a file swapped or grown after the check is never
@@ -35,7 +35,8 @@ extern int	hpg_read_file_open(const char *path, StringInfo out, struct stat *st)
  */
 #define HPG_READ_HEAD 1024
 typedef void (*hpg_read_check) (const char *head, int len, int64 size, void *arg);
-extern bool hpg_read_file_checked(const char *path, StringInfo out, hpg_read_check check, void *arg);
+extern bool hpg_read_file_checked(const char *path, StringInfo out, bool missing_ok,
+								  hpg_read_check check, void *arg);
 
 /* The same for listings: false, with a WARNING, for anything unusable; silent if missing. */
 extern bool hpg_read_file_or_warn(const char *path, StringInfo out);

@@ -197,7 +197,7 @@ hpg_dump_path(char *path, size_t size, const char *kind)
 }
 
 void
-hpg_my_profile(StringInfo out, bool identity)
+hpg_my_profile(StringInfo out, bool identity, hpg_read_check check, void *arg)
 {
 	char		path[MAXPGPATH];
 
@@ -214,7 +214,7 @@ hpg_my_profile(StringInfo out, bool identity)
 	PG_TRY();
 	{
 		hpg_check_write(hpj_dump(path), "the heap profile", path, 0);
-		hpg_read_file(path, out, false);
+		hpg_read_file_checked(path, out, false, check, arg);
 	}
 	PG_FINALLY();
 	{

@@ -6,11 +6,16 @@
 
 #include "lib/stringinfo.h"
 
+#include "files.h"
+
 /* A fresh path in base/pgsql_tmp for a dump (kind: "self", "remote"); ERROR if the folder cannot be made. */
 extern void hpg_dump_path(char *path, size_t size, const char *kind);
 
-/* Append this process's live sampled allocations to out, after the identity lines when asked. */
-extern void hpg_my_profile(StringInfo out, bool identity);
+/*
+ * Append this process's live sampled allocations to out, after the identity
+ * lines when asked; check (if not NULL) judges the dump before it is read.
+ */
+extern void hpg_my_profile(StringInfo out, bool identity, hpg_read_check check, void *arg);
 
 /*
  * Plain C, for a target serving a request and for process exit: this

@@ -15,6 +15,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "analysis.h"
 #include "compat.h"
 #include "errors.h"
 #include "files.h"
@@ -103,7 +104,7 @@ hpg_proc_reset(hpg_proc p, int lg_sample)
 }
 
 void
-hpg_proc_dump(hpg_proc p, StringInfo out, bool identity)
+hpg_proc_dump(hpg_proc p, StringInfo out, bool identity, hpg_read_check check, void *arg)
 {
 	char		path[MAXPGPATH];
 	char		ids[MAXPGPATH];
@@ -111,7 +112,7 @@ hpg_proc_dump(hpg_proc p, StringInfo out, bool identity)
 
 	if (p.self)
 	{
-		hpg_my_profile(out, identity);
+		hpg_my_profile(out, identity, check, arg);
 		return;
 	}
 	/* the target writes both files; they are removed on every path */
@@ -123,7 +124,7 @@ hpg_proc_dump(hpg_proc p, StringInfo out, bool identity)
 		hpg_check_file_answer(p.pid, &a, "the heap profile", path);
 		if (identity)
 			hpg_read_file(ids, out, false);
-		hpg_read_file(path, out, false);
+		hpg_read_file_checked(path, out, false, check, arg);
 	}
 	PG_FINALLY();
 	{
@@ -233,6 +234,7 @@ hpg_proc_record(hpg_proc p, double seconds, StringInfo json, StringInfo ids, Str
 	char		path[MAXPGPATH];
 	char		file[MAXPGPATH];
 	hpg_answer	a;
+	int64		held = 0;
 
 	Assert(!p.self);
 	hpg_request(p.pid, HPG_OP_WINDOW_START, (int) (ms + RECORD_GRACE_MS), NULL, &a);
@@ -249,7 +251,8 @@ hpg_proc_record(hpg_proc p, double seconds, StringInfo json, StringInfo ids, Str
 		hpg_request(p.pid, HPG_OP_WINDOW_FETCH, -1, path, &a);
 		hpg_check_file_answer(p.pid, &a, "its record of recent allocations", path);
 		*to = a.clock_ns;
-		hpg_read_file(path, json, false);
+		/* only reports ask for windows: the records count in their budget */
+		hpg_read_file_checked(path, json, false, hpg_report_budget_read, &held);
 		snprintf(file, sizeof(file), "%s.ids", path);
 		hpg_read_file(file, ids, false);
 		snprintf(file, sizeof(file), "%s.maps", path);

@@ -10,6 +10,7 @@
 #include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 
+#include "files.h"
 #include "jemalloc.h"
 #include "values.h"
 
@@ -28,8 +29,11 @@ extern void hpg_proc_status(hpg_proc p, hpj_status *st, char *version, size_t si
 extern bool hpg_proc_set_active(hpg_proc p, bool on);
 /* Forget every sample (lg_sample < 0 keeps the interval); returns the interval in force. */
 extern int64 hpg_proc_reset(hpg_proc p, int lg_sample);
-/* Append the process's profile, after its identity lines when asked. */
-extern void hpg_proc_dump(hpg_proc p, StringInfo out, bool identity);
+/*
+ * Append the process's profile, after its identity lines when asked; check
+ * (if not NULL) judges it before it is read (hpg_read_file_checked).
+ */
+extern void hpg_proc_dump(hpg_proc p, StringInfo out, bool identity, hpg_read_check check, void *arg);
 /* Append the process's peak profile (identity lines first) and what it knows of its peak; ERROR if it has none. */
 extern void hpg_proc_peak(hpg_proc p, StringInfo out, hpg_peak *info);
 /*

@@ -206,6 +206,7 @@ get_profile(hpg_report_args *a, StringInfo dump, StringInfo freed)
 {
 	hpg_peak	peak;
 	hp_capture *c;
+	int64		held;
 
 	if (a->seconds > 0)
 	{
@@ -230,7 +231,8 @@ get_profile(hpg_report_args *a, StringInfo dump, StringInfo freed)
 				psprintf("%s: statement capture, %s left behind", a->stored, pretty_bytes(c->growth));
 		return pstrdup(a->stored);
 	}
-	hpg_proc_dump(a->proc, dump, true);
+	held = dump->len;
+	hpg_proc_dump(a->proc, dump, true, hpg_report_budget_read, &held);
 	return psprintf("live heap of process %d", a->proc.pid);
 }
 
@@ -553,8 +555,9 @@ dump_as_text(FunctionCallInfo fcinfo, bool identity)
 	StringInfoData dump;
 	size_t		skip;
 
+	/* no report budget: this is the way out of it (heapprof-report off the server) */
 	initStringInfo(&dump);
-	hpg_proc_dump(hpg_proc_of(PG_ARGISNULL(0), PG_GETARG_INT32(0)), &dump, identity);
+	hpg_proc_dump(hpg_proc_of(PG_ARGISNULL(0), PG_GETARG_INT32(0)), &dump, identity, NULL, NULL);
 	skip = identity ? 0 : hp_header_length(dump.data, dump.len);
 	/* paths in the maps section must be valid in the database encoding */
 	pg_verifymbstr(dump.data + skip, dump.len - (int) skip, false);

@@ -69,6 +69,22 @@ check_limits(int64 count, int64 bytes, int len, const char *where)
 			 errhint("Drop snapshots with heapprof_drop_snapshot(), or ask a superuser to raise the limits.")));
 }
 
+/*
+ * hpg_proc_dump's check: this session's snapshots and this one (*taken bytes
+ * of it taken already, and the dump's size) within the limits, before the
+ * dump is read
+ */
+static void
+session_limit(const char *head, int len, int64 size, void *taken)
+{
+	int64		count;
+	int64		held;
+	int64		mine = *(const int64 *) taken + size;
+
+	hpg_stored_session_usage(&count, &held);
+	check_limits(count + 1, held + mine, (int) mine, "This session holds");
+}
+
 /* hpg_store_put's limit: what the folder holds, this snapshot's draft included */
 static void
 disk_limit(int64 count, int64 bytes, void *arg)
@@ -85,8 +101,7 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	StringInfoData prof;
 	int64		bytes;
 	int64		stacks;
-	int64		held = 0;
-	int64		count = 0;
+	int64		taken;
 	hpg_proc	proc;
 	MemoryContext cxt;
 	MemoryContext old;
@@ -118,9 +133,8 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	hpg_unsampled_while_context();
 	initStringInfo(&prof);
 	hpg_append_meta(&prof, proc.pid, GetUserId(), hpg_proc_type(proc));
-	hpg_proc_dump(proc, &prof, true);
-	hpg_stored_session_usage(&count, &held);
-	check_limits(count + 1, held + prof.len, prof.len, "This session holds");
+	taken = prof.len;
+	hpg_proc_dump(proc, &prof, true, session_limit, &taken);
 	if (persist)
 		hpg_store_put(HPG_SNAPSHOT_DIR, name, prof.data, prof.len, disk_limit, &prof.len);
 	hpg_stored_keep(name, prof.data, prof.len);

@@ -169,7 +169,7 @@ hpg_stored_read_peak(int pid, StringInfo out)
 	read_check c = {NULL, 0};
 
 	hpg_peak_path(path, sizeof(path), pid);
-	return hpg_read_file_checked(path, out, check_before_read, &c);
+	return hpg_read_file_checked(path, out, true, check_before_read, &c);
 }
 
 bool
@@ -204,7 +204,7 @@ hpg_stored_read(const char *name, StringInfo out, int64 held)
 
 		if (i >= 0)
 			hpg_store_path(path, kinds[i].dir, name);
-		if (i < 0 || !hpg_read_file_checked(path, out, check_before_read, &c))
+		if (i < 0 || !hpg_read_file_checked(path, out, true, check_before_read, &c))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("heap profile \"%s\" does not exist", name),
