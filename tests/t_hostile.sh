@@ -4,6 +4,8 @@
 #    the extension;
 #  - persisted and session snapshots stop at heapprof.max_snapshots /
 #    max_snapshot_bytes with 53400, nothing half-written; superusers go on;
+#    a session snapshot is judged whole, its identity lines included: one
+#    that is taken never leaves the session over max_snapshot_bytes;
 #  - a FIFO, a directory, a symlink and a huge sparse file among the stored
 #    profiles are skipped with a WARNING, never hang or fail the listing, and
 #    are refused by stored =>;
@@ -89,6 +91,28 @@ PGUSER=hp_bob expect_error 53400 -c "SELECT heapprof_enable()" -c "SELECT heappr
 q -c "ALTER ROLE hp_bob RESET ALL" >/dev/null
 [ "$(q -c "SELECT count(*) FROM pg_ls_dir('heapprof/snapshots', true, false) f WHERE f LIKE 'hp_lim%'")" = $((before + 1)) ] ||
 	{ echo "refused snapshots left files:"; q -c "SELECT pg_ls_dir('heapprof/snapshots')"; exit 1; }
+# a session snapshot is judged with its identity lines (over 1 kB): for
+# limits around its size, one that is taken fits in the limit, as the next
+# refusal's count of what the session holds shows
+lim() {
+	PGOPTIONS="$QOPTS" psql -X -q -At -d postgres -v VERBOSITY=verbose \
+		-c "SET heapprof.max_snapshot_bytes = '$1kB'" -c "SET ROLE hp_bob" -c "SELECT heapprof_enable()" \
+		-c "SELECT 'taken', heapprof_snapshot('hp_whole', false) > 0" -c "RESET ROLE" \
+		-c "SET heapprof.max_snapshot_bytes = 0" -c "SET ROLE hp_bob" -c "SELECT heapprof_snapshot('hp_whole2', false)" 2>&1 || true
+}
+out=$(lim 1)
+size=$(sed -n '/this one has/{s/.*this one has \([0-9]*\) bytes.*/\1/p;q}' <<<"$out")
+[ -n "$size" ] || { echo "no size in the refusal: $out"; exit 1; }
+taken=0
+for kb in $(seq $(((size + 1023) / 1024 - 2)) $(((size + 1023) / 1024 + 4))); do
+	out=$(lim "$kb")
+	grep -q '^taken|t' <<<"$out" || continue
+	taken=$((taken + 1))
+	held=$(sed -n 's/.*This session holds 1 snapshot(s) of \([0-9]*\) bytes.*/\1/p' <<<"$out")
+	[ -n "$held" ] && [ "$held" -le $((kb * 1024)) ] ||
+		{ echo "a session snapshot under max_snapshot_bytes = ${kb}kB: $out"; exit 1; }
+done
+[ $taken -gt 0 ] || { echo "no session snapshot of about $size bytes taken under $(((size + 1023) / 1024 + 4))kB"; exit 1; }
 # the superuser is not limited by the persisted count
 q -c "SET heapprof.max_snapshots = 0" -c "SELECT heapprof_snapshot('hp_lim_su', true)" >/dev/null
 q -c "SELECT heapprof_drop_snapshot('hp_lim1')" -c "SELECT heapprof_drop_snapshot('hp_lim_su')" >/dev/null

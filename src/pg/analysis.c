@@ -126,9 +126,9 @@ hpg_report_budget_check(int64 bytes, const char *what)
 }
 
 void
-hpg_report_budget_read(const char *head, int len, int64 size, void *held)
+hpg_report_budget_read(const char *head, int len, int64 size, void *out)
 {
-	hpg_report_budget_check(*(const int64 *) held + size, "the heap profile");
+	hpg_report_budget_check((int64) ((StringInfo) out)->len + size, "the heap profile");
 }
 
 static void

@@ -31,8 +31,11 @@ extern void hpg_analysis_end(hp_result *r);
  * before a file is read, not after.
  */
 extern void hpg_report_budget_check(int64 bytes, const char *what);
-/* The same as an hpg_read_file_checked check: held points to the bytes the report holds already. */
-extern void hpg_report_budget_read(const char *head, int len, int64 size, void *held);
+/*
+ * The same as an hpg_read_file_checked check: out is the StringInfo the file
+ * is read into, and what it holds already (identity lines) counts too.
+ */
+extern void hpg_report_budget_read(const char *head, int len, int64 size, void *out);
 extern void hpg_summarize(const char *text, int len, int64 *bytes, int64 *stacks);
 
 /*

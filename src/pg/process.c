@@ -234,7 +234,6 @@ hpg_proc_record(hpg_proc p, double seconds, StringInfo json, StringInfo ids, Str
 	char		path[MAXPGPATH];
 	char		file[MAXPGPATH];
 	hpg_answer	a;
-	int64		held = 0;
 
 	Assert(!p.self);
 	hpg_request(p.pid, HPG_OP_WINDOW_START, (int) (ms + RECORD_GRACE_MS), NULL, &a);
@@ -252,7 +251,7 @@ hpg_proc_record(hpg_proc p, double seconds, StringInfo json, StringInfo ids, Str
 		hpg_check_file_answer(p.pid, &a, "its record of recent allocations", path);
 		*to = a.clock_ns;
 		/* only reports ask for windows: the records count in their budget */
-		hpg_read_file_checked(path, json, false, hpg_report_budget_read, &held);
+		hpg_read_file_checked(path, json, false, hpg_report_budget_read, json);
 		snprintf(file, sizeof(file), "%s.ids", path);
 		hpg_read_file(file, ids, false);
 		snprintf(file, sizeof(file), "%s.maps", path);

@@ -206,7 +206,6 @@ get_profile(hpg_report_args *a, StringInfo dump, StringInfo freed)
 {
 	hpg_peak	peak;
 	hp_capture *c;
-	int64		held;
 
 	if (a->seconds > 0)
 	{
@@ -231,8 +230,7 @@ get_profile(hpg_report_args *a, StringInfo dump, StringInfo freed)
 				psprintf("%s: statement capture, %s left behind", a->stored, pretty_bytes(c->growth));
 		return pstrdup(a->stored);
 	}
-	held = dump->len;
-	hpg_proc_dump(a->proc, dump, true, hpg_report_budget_read, &held);
+	hpg_proc_dump(a->proc, dump, true, hpg_report_budget_read, dump);
 	return psprintf("live heap of process %d", a->proc.pid);
 }
 

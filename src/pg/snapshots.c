@@ -70,16 +70,16 @@ check_limits(int64 count, int64 bytes, int len, const char *where)
 }
 
 /*
- * hpg_proc_dump's check: this session's snapshots and this one (*taken bytes
- * of it taken already, and the dump's size) within the limits, before the
- * dump is read
+ * hpg_proc_dump's check: this session's snapshots and this one (what prof
+ * holds already -- its meta and identity lines -- and the dump's size)
+ * within the limits, before the dump is read
  */
 static void
-session_limit(const char *head, int len, int64 size, void *taken)
+session_limit(const char *head, int len, int64 size, void *prof)
 {
 	int64		count;
 	int64		held;
-	int64		mine = *(const int64 *) taken + size;
+	int64		mine = (int64) ((StringInfo) prof)->len + size;
 
 	hpg_stored_session_usage(&count, &held);
 	check_limits(count + 1, held + mine, (int) mine, "This session holds");
@@ -101,7 +101,6 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	StringInfoData prof;
 	int64		bytes;
 	int64		stacks;
-	int64		taken;
 	hpg_proc	proc;
 	MemoryContext cxt;
 	MemoryContext old;
@@ -133,8 +132,7 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	hpg_unsampled_while_context();
 	initStringInfo(&prof);
 	hpg_append_meta(&prof, proc.pid, GetUserId(), hpg_proc_type(proc));
-	taken = prof.len;
-	hpg_proc_dump(proc, &prof, true, session_limit, &taken);
+	hpg_proc_dump(proc, &prof, true, session_limit, &prof);
 	if (persist)
 		hpg_store_put(HPG_SNAPSHOT_DIR, name, prof.data, prof.len, disk_limit, &prof.len);
 	hpg_stored_keep(name, prof.data, prof.len);
