@@ -288,7 +288,8 @@ connect_server(server *s)
 	{
 		snprintf(msg, sizeof(msg), "--group-by %s needs heapprof 1.2 on the server; database \"%s\" has %s",
 				 s->o->group_by, PQdb(s->conn), cell(res, 0, 1));
-		set_problem(&s->pr, msg, "run ALTER EXTENSION heapprof UPDATE; in that database");
+		set_problem(&s->pr, msg, s->standby ? "run ALTER EXTENSION heapprof UPDATE; on the primary; it reaches standbys through WAL" :
+					"run ALTER EXTENSION heapprof UPDATE; in that database");
 		PQclear(res);
 		return false;
 	}

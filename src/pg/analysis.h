@@ -24,7 +24,6 @@ extern hp_result *hpg_analyze(const StringInfo dump, const StringInfo base,
 							  const hp_options *o, hp_report_kind kind, size_t limit);
 extern void hpg_analysis_end(hp_result *r);
 
-/* Total bytes and stacks of a stored profile; -1 when it cannot be read. */
 /*
  * 53200, as for a report over heapprof.report_memory_limit, if a report
  * would hold bytes (what: a stored profile, ...) before it starts: checked
@@ -36,6 +35,8 @@ extern void hpg_report_budget_check(int64 bytes, const char *what);
  * is read into, and what it holds already (identity lines) counts too.
  */
 extern void hpg_report_budget_read(const char *head, int len, int64 size, void *out);
+
+/* Total bytes and stacks of a stored profile; -1 when it cannot be read. */
 extern void hpg_summarize(const char *text, int len, int64 *bytes, int64 *stacks);
 
 /*
