@@ -24,8 +24,8 @@
  * Read path into out; returns the file, still open (a transient file: an
  * error closes it), or -1 if missing (and missing_ok) or, below ERROR,
  * unusable.  st: what fstat said of it.  check, if given, sees the opened
- * file's first bytes and size before anything more is read, and then no
- * more than that size is read: what it judged is what is read.
+ * file's first bytes and size before anything more is read, and then
+ * exactly that size must be read: what it judged is what is read.
  */
 static int
 read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct stat *st,
@@ -93,7 +93,8 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct 
 		n = read(fd, out->data + out->len, out->maxlen - out->len - 1);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 || out->len - start + n > limit)
+		/* what check judged is what is read: no more, and (at the end) no less */
+		if (n < 0 || out->len - start + n > limit || (n == 0 && check && out->len - start < limit))
 		{
 			int			save = errno;
 
@@ -108,7 +109,7 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct 
 			else
 				ereport(elevel,
 						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("heap profile \"%s\" grew while being read", path),
+						 errmsg("heap profile \"%s\" changed while being read", path),
 						 errhint("heapprof publishes a profile whole, by one rename; something else writes this file.")));
 			return -1;
 		}

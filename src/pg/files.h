@@ -29,9 +29,9 @@ extern int	hpg_read_file_open(const char *path, StringInfo out, struct stat *st)
 /*
  * hpg_read_file, but check (if not NULL) is first given the opened file's
  * first bytes (at most HPG_READ_HEAD; a profile's owner line fits) and its
- * size, before it is read; it raises an ERROR to refuse.  Then no more than
- * that size is read, so a file swapped or grown after the check is never
- * read past what check allowed.
+ * size, before it is read; it raises an ERROR to refuse.  Then exactly that
+ * size must be read, so a file changed in place after the check is an
+ * ERROR, never read past or short of what check judged.
  */
 #define HPG_READ_HEAD 1024
 typedef void (*hpg_read_check) (const char *head, int len, int64 size, void *arg);
