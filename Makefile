@@ -55,7 +55,7 @@ $(REPORT): src/cli/heapprof-report.o $(CLI_ENGINE)
 # pg_heapprof: the libpq client, in stages (see src/cli/pg_heapprof.h);
 # --merge and --client-symbols render with the engine.
 CLIENT = pg_heapprof
-CLIENT_OBJS = $(patsubst %.c,%.o,$(addprefix src/cli/,pg_heapprof.c options.c connect.c fleet.c merge.c output.c))
+CLIENT_OBJS = $(patsubst %.c,%.o,$(addprefix src/cli/,pg_heapprof.c common.c options.c connect.c fleet.c merge.c output.c write.c))
 $(CLIENT_OBJS): override CPPFLAGS += -I$(includedir)
 all: $(CLIENT)
 $(CLIENT): $(CLIENT_OBJS) $(CLI_ENGINE)

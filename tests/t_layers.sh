@@ -5,6 +5,7 @@
 #    file A needs file B when A's object uses a symbol B's object defines
 #    (read with nm) or when A.c or A.h includes B.h (headers without a B.c,
 #    compat.h and values.h, are leaves); so there is no cycle either;
+#  - no cycle among the objects of src/engine, nor of src/cli;
 #  - the engine uses no PostgreSQL symbol: everything its objects need is
 #    defined by the engine itself or by libc, libdw, libelf, zlib, libm;
 #  - one reader of /proc/PID/maps text (maps.c) and one writer and reader of
@@ -16,17 +17,27 @@ fail=0
 defined() { nm --defined-only -g "$1" | awk '{print $3}'; }
 undefined() { nm -u "$1" | awk '{print $2}'; }
 
-# edges "a b": a.o uses a symbol that b.o defines
-edges=$(
-	for a in src/pg/*.o; do
-		for b in src/pg/*.o; do
+# edges "a b" among DIR's objects: a.o uses a symbol that b.o defines
+object_edges() {
+	for a in "$1"/*.o; do
+		for b in "$1"/*.o; do
 			[ "$a" = "$b" ] && continue
 			if comm -12 <(undefined "$a" | sort -u) <(defined "$b" | sort -u) | grep -q .; then
 				echo "$(basename "$a" .o) $(basename "$b" .o)"
 			fi
 		done
 	done
-)
+}
+# no cycle among DIR's files (tsort reports one on stderr)
+acyclic() {
+	local cycle
+	if ! cycle=$(printf '%s\n' "$2" | tsort 2>&1 >/dev/null) || [ -n "$cycle" ]; then
+		echo "cycle among $1 files:"
+		echo "$cycle"
+		fail=1
+	fi
+}
+edges=$(object_edges src/pg)
 [ -n "$edges" ] || { echo "no dependencies found among src/pg objects: not built?"; exit 1; }
 # ... and by the headers each file and its header include
 edges="$edges
@@ -56,12 +67,13 @@ if [ -n "$bad" ]; then
 	echo "$bad"
 	fail=1
 fi
-# tsort reports a cycle on stderr
-if ! cycle=$(printf '%s\n' "$edges" | tsort 2>&1 >/dev/null) || [ -n "$cycle" ]; then
-	echo "cycle among src/pg files:"
-	echo "$cycle"
-	fail=1
-fi
+acyclic src/pg "$edges"
+# the engine and the clients, by their objects, have none either
+for dir in src/engine src/cli; do
+	e=$(object_edges "$dir")
+	[ -n "$e" ] || { echo "no dependencies found among $dir objects: not built?"; exit 1; }
+	acyclic "$dir" "$e"
+done
 
 libs=$(for l in libc.so.6 libdw.so.1 libelf.so.1 libz.so.1 libm.so.6; do
 	ldconfig -p | awk -v l="$l" '$1 == l {print $NF; exit}'; done)
@@ -89,4 +101,4 @@ if [ -n "$mapsreaders" ]; then
 fi
 
 [ $fail = 0 ] || exit 1
-echo "layers: $(printf '%s\n' "$edges" | sort -u | wc -l) dependencies among $(ls src/pg/*.o | wc -l) src/pg files, each to a lower floor of $(printf '%s\n' "$floors" | awk '{print $2}' | sort -u | wc -l); engine uses no PostgreSQL symbol; one owner for maps and % lines"
+echo "layers: $(printf '%s\n' "$edges" | sort -u | wc -l) dependencies among $(ls src/pg/*.o | wc -l) src/pg files, each to a lower floor of $(printf '%s\n' "$floors" | awk '{print $2}' | sort -u | wc -l); no cycle in src/engine or src/cli; engine uses no PostgreSQL symbol; one owner for maps and % lines"

@@ -85,19 +85,6 @@ expand(const server *s, const char *sql, char *buf, size_t size)
 	buf[n] = '\0';
 }
 
-/*
- * Field (row, col) of res, or "" where the server sent no such field: a
- * hostile or broken server may answer with fewer rows or columns than
- * asked for, and libpq's NULL for them must not crash the client.
- */
-const char *
-cell(const PGresult *res, int row, int col)
-{
-	const char *v = PQgetvalue(res, row, col);
-
-	return v ? v : "";
-}
-
 /* The result, or NULL with the server's error in pr. */
 PGresult *
 query(server *s, problem *pr, const char *sql, int nparams, const char *const *values, int binary)

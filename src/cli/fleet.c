@@ -76,8 +76,6 @@
 #define SETUP_SQL "SELECT h.hint, pg_catalog.to_jsonb(h) OPERATOR(pg_catalog.->>) 'names_hint' " \
 	"FROM @x.heapprof_status() h"
 
-volatile sig_atomic_t interrupted;
-
 /* The servers whose allocation windows Ctrl-C cancels (PQcancel is safe here). */
 static fleet *cancel_fleet;
 

@@ -91,26 +91,6 @@ usage(FILE *f)
 			progname, progname);
 }
 
-char *
-xstrdup(const char *s)
-{
-	char	   *d = strdup(s);
-
-	if (d == NULL)
-		fail("out of memory");
-	return d;
-}
-
-void *
-xcalloc(size_t n, size_t size)
-{
-	void	   *p = calloc(n ? n : 1, size);
-
-	if (p == NULL)
-		fail("out of memory");
-	return p;
-}
-
 /* Is type one of list's comma-separated types ("all": every type)? */
 bool
 type_in(const char *type, const char *list)

@@ -2,62 +2,21 @@
  * output.c -- everything pg_heapprof prints and writes, from the main
  * thread once every server has answered: messages, the tables of --list,
  * --captures and --setup, and each process's report as a file or on
- * standard output.
+ * standard output (through write.c).
  *
  * A report is the server's rendering, or with --client-symbols the
  * engine's rendering here of the process's raw dump (named from this
  * machine's files and debuginfod), with the arguments the server would
- * have used, so that both read the same.  svg is Graphviz's drawing of the
- * dot graph when "dot" is installed, fed through a pipe: no shell, no file.
+ * have used, so that both read the same.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cli_engine.h"
 #include "fold_names.h"
 #include "pg_heapprof.h"
-
-/* "pg_heapprof: error: ..." on a line */
-static void
-print_error(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
-
-static void
-print_error(const char *fmt, va_list ap)
-{
-	fprintf(stderr, "%s: error: ", progname);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-}
-
-void
-fail(const char *fmt,...)
-{
-	va_list		ap;
-
-	va_start(ap, fmt);
-	print_error(fmt, ap);
-	va_end(ap);
-	exit(1);
-}
-
-void
-bad_usage(const char *fmt,...)
-{
-	va_list		ap;
-
-	va_start(ap, fmt);
-	print_error(fmt, ap);
-	va_end(ap);
-	exit(2);
-}
 
 /* Print it, naming where when several servers answer; true if there was one. */
 bool
@@ -72,27 +31,6 @@ report_problem(const problem *pr, const char *where)
 }
 
 /* The formats and their files' extensions. */
-static const char *const formats[][2] = {{"dot", "dot"}, {"svg", "svg"}, {"flamegraph", "svg"},
-{"collapsed", "collapsed"}, {"pprof", "pb.gz"}, {"raw", "heap"}, {"text", "txt"}, {"top", "top"}};
-
-bool
-report_format_known(const char *format)
-{
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
-		if (strcmp(formats[i][0], format) == 0)
-			return true;
-	return false;
-}
-
-static const char *
-extension(const char *format)
-{
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
-		if (strcmp(formats[i][0], format) == 0)
-			return formats[i][1];
-	return "out";
-}
-
 /* A server's name as part of a file name. */
 static void
 file_label(const char *label, char *buf, size_t size)
@@ -248,122 +186,6 @@ client_bytes(const cli_opts *o, const target *t, size_t *len)
 	return buf;
 }
 
-/* Run argv with stdin from fd_in (or inherited if < 0); its exit status, or -1. */
-static int
-run_program(char *const argv[], int fd_in)
-{
-	pid_t		child = fork();
-	int			status;
-
-	if (child < 0)
-		return -1;
-	if (child == 0)
-	{
-		if (fd_in >= 0 && dup2(fd_in, STDIN_FILENO) < 0)
-			_exit(127);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	if (fd_in >= 0)
-		close(fd_in);
-	while (waitpid(child, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-bool
-have_dot(void)
-{
-	char	   *const argv[] = {"dot", "-V", NULL};
-	pid_t		child = fork();
-	int			status;
-
-	if (child == 0)
-	{
-		int			null = open("/dev/null", O_WRONLY);
-
-		if (null >= 0)
-		{
-			dup2(null, STDOUT_FILENO);
-			dup2(null, STDERR_FILENO);
-		}
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
-		WEXITSTATUS(status) == 0;
-}
-
-/* Graphviz draws the dot graph into path. */
-static bool
-draw_svg(const char *data, size_t len, const char *path)
-{
-	char	   *argv[] = {"dot", "-Tsvg", "-o", (char *) path, NULL};
-	int			fds[2];
-	pid_t		child;
-	int			status;
-	bool		ok;
-
-	if (pipe(fds) < 0)
-		return false;
-	child = fork();
-	if (child < 0)
-	{
-		close(fds[0]);
-		close(fds[1]);
-		return false;
-	}
-	if (child == 0)
-	{
-		close(fds[1]);
-		exit(run_program(argv, fds[0]) == 0 ? 0 : 1);
-	}
-	close(fds[0]);
-	signal(SIGPIPE, SIG_IGN);
-	ok = true;
-	for (size_t done = 0; done < len && ok;)
-	{
-		ssize_t		w = write(fds[1], data + done, len - done);
-
-		if (w < 0 && errno != EINTR)
-			ok = false;
-		else if (w > 0)
-			done += (size_t) w;
-	}
-	close(fds[1]);
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
-	return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-/* Write a report's bytes to path (NULL or "-": standard output); false with errno's story printed. */
-bool
-put(const cli_opts *o, const char *data, size_t len, const char *path)
-{
-	bool		out = path == NULL || strcmp(path, "-") == 0;
-	FILE	   *f;
-
-	if (strcmp(o->format, "svg") == 0 && o->svg_dot)
-	{
-		if (draw_svg(data, len, out ? "/dev/stdout" : path))
-			return true;
-		fprintf(stderr, "%s: error: dot could not draw the graph into \"%s\"\n", progname,
-				out ? "/dev/stdout" : path);
-		return false;
-	}
-	f = out ? stdout : fopen(path, "wb");
-	if (f == NULL || fwrite(data, 1, len, f) != len || (out ? fflush(f) : fclose(f)) != 0)
-	{
-		fprintf(stderr, "%s: error: could not write \"%s\": %s\n", progname,
-				out ? "standard output" : path, strerror(errno));
-		if (f && !out)
-			fclose(f);
-		return false;
-	}
-	return true;
-}
-
 /*
  * t's report: to --output (standard output by default), or with
  * --backend-type to a file of its own in that directory, named on a line.
@@ -383,7 +205,7 @@ write_report(const server *s, const target *t)
 	else
 	{
 		file_label(s->label, name, sizeof(name));
-		snprintf(path, sizeof(path), "%s/%s-%s.%s", o->output, name, t->pid, extension(o->format));
+		snprintf(path, sizeof(path), "%s/%s-%s.%s", o->output, name, t->pid, format_extension(o->format));
 		if ((ok = put(o, data, len, path)))
 			printf("%s  %s (%s): %s\n", s->label, t->pid, t->type, path);
 	}

@@ -16,7 +16,6 @@
 
 #include "pg_heapprof.h"
 
-const char *progname = "pg_heapprof";
 
 int
 main(int argc, char **argv)

@@ -7,8 +7,10 @@
  * its own (connect.c: one server; fleet.c: the threads and the operations);
  * then the main thread prints and writes what they brought back (output.c;
  * merge.c sums stacks for --merge; cli_engine.c renders --client-symbols
- * with the engine, as heapprof-report does).  One server is a fleet of one,
- * so each operation exists once.
+ * with the engine, as heapprof-report does; write.c puts a report's bytes
+ * in a file).  One server is a fleet of one, so each operation exists
+ * once.  common.c, which every stage uses, uses none of them: the stages
+ * form no circle.
  */
 #ifndef HEAPPROF_PG_HEAPPROF_H
 #define HEAPPROF_PG_HEAPPROF_H
@@ -110,12 +112,23 @@ typedef struct fleet
 
 extern volatile sig_atomic_t interrupted;
 
+/* common.c */
+extern void fail(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
+extern void bad_usage(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
+extern char *xstrdup(const char *s);
+extern void *xcalloc(size_t n, size_t size);
+extern const char *cell(const PGresult *res, int row, int col);
+
+/* write.c */
+extern bool report_format_known(const char *format);
+extern const char *format_extension(const char *format);
+extern bool have_dot(void);
+extern bool put(const cli_opts *o, const char *data, size_t len, const char *path);
+
 /* options.c */
 extern void parse_options(int argc, char **argv, cli_opts *o);
 extern void free_options(cli_opts *o);
 extern bool type_in(const char *type, const char *list);
-extern char *xstrdup(const char *s);
-extern void *xcalloc(size_t n, size_t size);
 
 /* connect.c */
 extern void ask_password(void);
@@ -125,7 +138,6 @@ extern PGresult *query(server *s, problem *pr, const char *sql, int nparams,
 extern PGresult *ask_window(server *s, problem *pr, const char *sql, int nparams,
 							const char *const *values, int binary);
 extern void set_problem(problem *pr, const char *msg, const char *hint);
-extern const char *cell(const PGresult *res, int row, int col);
 extern void clear_problem(problem *pr);
 
 /* fleet.c */
@@ -140,12 +152,7 @@ extern bool write_merged(const fleet *f);
 /* output.c */
 #define TOP_LINE "%4s %14s %7s %14s %7s  %s\n"
 
-extern void fail(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
-extern void bad_usage(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
 extern bool report_problem(const problem *pr, const char *where);
-extern bool have_dot(void);
-extern bool put(const cli_opts *o, const char *data, size_t len, const char *path);
-extern bool report_format_known(const char *format);
 extern bool print_problems(const fleet *f);
 extern bool print_results(const fleet *f);
 
