@@ -17,10 +17,17 @@ fail=0
 defined() { nm --defined-only -g "$1" | awk '{print $3}'; }
 undefined() { nm -u "$1" | awk '{print $2}'; }
 
-# edges "a b" among DIR's objects: a.o uses a symbol that b.o defines
+# edges "a b" among the objects of DIR's sources: a.o uses a symbol that
+# b.o defines; every source's object must be built from it (a missing or
+# stale one would hide edges; an object without a source invent them)
 object_edges() {
-	for a in "$1"/*.o; do
-		for b in "$1"/*.o; do
+	local objs=() c
+	for c in "$1"/*.c; do
+		[ "${c%.c}.o" -nt "$c" ] || { echo "${c%.c}.o is missing or older than $c: build first" >&2; exit 1; }
+		objs+=("${c%.c}.o")
+	done
+	for a in "${objs[@]}"; do
+		for b in "${objs[@]}"; do
 			[ "$a" = "$b" ] && continue
 			if comm -12 <(undefined "$a" | sort -u) <(defined "$b" | sort -u) | grep -q .; then
 				echo "$(basename "$a" .o) $(basename "$b" .o)"

@@ -30,7 +30,6 @@ report_problem(const problem *pr, const char *where)
 	return true;
 }
 
-/* The formats and their files' extensions. */
 /* A server's name as part of a file name. */
 static void
 file_label(const char *label, char *buf, size_t size)

@@ -16,7 +16,6 @@
 
 #include "pg_heapprof.h"
 
-
 int
 main(int argc, char **argv)
 {

@@ -7,8 +7,8 @@
  * its own (connect.c: one server; fleet.c: the threads and the operations);
  * then the main thread prints and writes what they brought back (output.c;
  * merge.c sums stacks for --merge; cli_engine.c renders --client-symbols
- * with the engine, as heapprof-report does; write.c puts a report's bytes
- * in a file).  One server is a fleet of one, so each operation exists
+ * with the engine, as heapprof-report does; write.c knows the formats and
+ * puts a report's bytes in a file, through Graphviz for svg).  One server is a fleet of one, so each operation exists
  * once.  common.c, which every stage uses, uses none of them: the stages
  * form no circle.
  */
@@ -21,8 +21,6 @@
 #include <stddef.h>
 
 #include "libpq-fe.h"
-
-extern const char *progname;
 
 /* What to do; --list unless another action is named. */
 typedef enum cli_action
@@ -110,9 +108,12 @@ typedef struct fleet
 	int			n;
 } fleet;
 
-extern volatile sig_atomic_t interrupted;
+/* A line of a top report, as output.c and merge.c print it. */
+#define TOP_LINE "%4s %14s %7s %14s %7s  %s\n"
 
 /* common.c */
+extern const char *progname;
+extern volatile sig_atomic_t interrupted;
 extern void fail(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
 extern void bad_usage(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
 extern char *xstrdup(const char *s);
@@ -150,8 +151,6 @@ extern double *merge_totals(const fleet *f, double *sum);
 extern bool write_merged(const fleet *f);
 
 /* output.c */
-#define TOP_LINE "%4s %14s %7s %14s %7s  %s\n"
-
 extern bool report_problem(const problem *pr, const char *where);
 extern bool print_problems(const fleet *f);
 extern bool print_results(const fleet *f);

@@ -14,6 +14,7 @@
 
 #include "pg_heapprof.h"
 
+/* The formats and their files' extensions. */
 static const char *const formats[][2] = {{"dot", "dot"}, {"svg", "svg"}, {"flamegraph", "svg"},
 {"collapsed", "collapsed"}, {"pprof", "pb.gz"}, {"raw", "heap"}, {"text", "txt"}, {"top", "top"}};
 
