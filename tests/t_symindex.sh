@@ -20,7 +20,10 @@
 #  - heapprof.symbol_index_limit: the oldest index is removed to make room,
 #    an index larger than the limit is not kept (and removes nothing);
 #  - an index written while an object had no debug info is written again
-#    once its debug file is installed (libc's, from libc6-dbg).
+#    once its debug file is installed (libc's, from libc6-dbg);
+#  - 4 sessions started together on a server without indexes build each
+#    index once between them (the others wait for it), and name the same;
+#    a build cancelled midway leaves no lock held.
 set -euo pipefail
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
@@ -197,6 +200,44 @@ fresh ""
 read -r ms bytes hits misses anon < "$w/figures"
 [ "$misses" = 0 ] || fail "libc's new index not used ($misses misses)"
 
+# 7. sessions that start together on a server without indexes: each index is
+#    built by one of them (it holds BUILDID.heap.lock); the others wait for
+#    it and map it, and every session names the same.  A build cancelled
+#    midway lets go of its lock at once: the session stays, nobody waits.
+rm -f "$dir"/*.heap
+psql -X -At -d postgres -q >"$w/cancelled" 2>&1 <<SQL &
+SET application_name = 'hp_symix_cancelled';
+SET statement_timeout = '40ms';
+SELECT count(*) FROM heapprof_top(20, stored => 'hp_symix');
+RESET statement_timeout;
+SELECT pg_sleep(30);
+SQL
+sleeper=$!
+wait_query "the cancelled session to sleep" 10 \
+	"SELECT pid FROM pg_stat_activity WHERE application_name = 'hp_symix_cancelled' AND query LIKE '%pg_sleep%'" >/dev/null
+grep -q "canceling statement due to statement timeout" "$w/cancelled" || fail "the cold report was not cancelled: $(cat "$w/cancelled")"
+[ -z "$(find "$dir" -name '*.lock')" ] || fail "a cancelled build left its lock: $(ls "$dir")"
+fresh ""
+read -r ms bytes hits misses anon < "$w/figures"
+awk -v m="$ms" 'BEGIN {exit !(m < 5000)}' || fail "after a cancelled build, a fresh session's report took $ms ms"
+q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hp_symix_cancelled'" >/dev/null
+wait "$sleeper" || true
+rm -f "$dir"/*.heap
+for i in 1 2 3 4; do
+	timeout 60 psql -X -At -d postgres -v ON_ERROR_STOP=1 -q >"$w/together.$i" 2>&1 <<SQL &
+SELECT 'names', md5(string_agg(concat_ws('|', rank, flat_bytes, cum_bytes, function, location), E'\n' ORDER BY rank))
+FROM heapprof_top(n => 100000, fold => false, stored => 'hp_symix');
+SELECT 'counts', symbol_index_hits, symbol_index_misses FROM heapprof_status();
+SQL
+done
+wait
+built=$(awk -F'|' '$1 == "counts" {s += $3} END {print s + 0}' "$w"/together.*)
+[ "$(grep -c '^counts|' "$w"/together.* | awk -F: '{s += $2} END {print s}')" = 4 ] ||
+	{ cat "$w"/together.*; fail "sessions started together did not all report"; }
+[ "$built" = "$nfiles" ] || fail "4 sessions started together built $built indexes for $nfiles objects"
+[ "$(grep -h '^names|' "$w"/together.* | sort -u | wc -l)" = 1 ] || fail "sessions started together name differently"
+[ -z "$(find "$dir" -name '*.lock')" ] || fail "lock files left: $(ls "$dir")"
+
 # every hostile file refused left a trace in the log, none a crash
 ! grep -qE 'server process .* was terminated|PANIC' "$HP_LOG" || fail "a backend crashed"
-echo "symbol indexes: $nfiles objects, names identical, 8 kinds of planted files refused, the limit kept, written again when debug info is installed"
+echo "symbol indexes: $nfiles objects, names identical, 8 kinds of planted files refused, the limit kept, written again when debug info is installed, built once by 4 sessions started together"

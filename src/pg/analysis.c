@@ -46,6 +46,7 @@ static bool profile_self = false;
 
 static hp_symbolizer *symbolizer;
 static hp_index_store index_store;	/* map NULL: none */
+static void (*index_settle) (void);	/* after each analysis, whatever way it ended */
 static int64 symbolizer_bytes;
 
 void
@@ -260,12 +261,16 @@ hpg_analyze(const StringInfo dump, const StringInfo base,
 	}
 	PG_CATCH();
 	{
+		if (index_settle)
+			index_settle();
 		symbolizer_bytes += hpj_thread_net() - before - an->engine_bytes;
 		if (symbolizer_bytes > (int64) symbol_cache_limit_kb * 1024)
 			drop_symbolizer();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (index_settle)
+		index_settle();
 	symbolizer_bytes += hpj_thread_net() - before - an->engine_bytes;
 	MemoryContextSwitchTo(old);
 	return &an->result;
@@ -280,9 +285,10 @@ hpg_analysis_end(hp_result *r)
 }
 
 void
-hpg_analysis_index_store(const hp_index_store *st)
+hpg_analysis_index_store(const hp_index_store *st, void (*settle) (void))
 {
 	index_store = *st;
+	index_settle = settle;
 }
 
 int64

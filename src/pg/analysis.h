@@ -45,8 +45,11 @@ extern void hpg_summarize(const char *text, int len, int64 *bytes, int64 *stacks
  */
 extern void hpg_recent_heap(const StringInfo json, int64 from_ns, int64 to_ns, hp_recent_pick pick,
 							StringInfo out, hp_recent_stats *st);
-/* Where symbolizers find and keep shared symbol indexes (symindex.c, at _PG_init). */
-extern void hpg_analysis_index_store(const hp_index_store *st);
+/*
+ * Where symbolizers find and keep shared symbol indexes (symindex.c, at
+ * _PG_init); settle is called after every analysis, however it ended.
+ */
+extern void hpg_analysis_index_store(const hp_index_store *st, void (*settle) (void));
 
 /* What the symbol caches hold now: heapprof's, never in a profile. */
 extern int64 hpg_symbolizer_bytes(void);

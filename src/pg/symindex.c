@@ -25,20 +25,31 @@
  * for any more; a process that maps one keeps its pages, and one still
  * needed is written again.  An index that does not fit even so is not
  * kept, and the objects it would name are indexed per backend as before.
+ *
+ * Sessions that start together on a server without an object's index
+ * would each build it (a cold report's time and some 50 MB each): the
+ * first takes a lock, BUILDID.heap.lock (flock'ed; released when the index
+ * is published, or when the analysis ends whatever way, or by the kernel
+ * when the backend exits), and the others wait for its index, up to
+ * BUILD_WAIT_MS, then map it.
  */
 #include "postgres.h"
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "miscadmin.h"
 #include "storage/fd.h"
+#include "storage/latch.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "analysis.h"
+#include "compat.h"
 #include "store.h"
 #include "symindex.h"
 
@@ -46,6 +57,13 @@ static int	symbol_index_limit_kb = 262144;
 
 /* No real index comes near this: a larger file is refused whatever the limit. */
 #define MAX_INDEX_BYTES ((int64) 4 << 30)
+
+/* How long a session waits for another's build of an index before building its own. */
+#define BUILD_WAIT_MS 10000
+
+/* The lock this backend holds while it builds an index: its file, or -1. */
+static int	building_fd = -1;
+static char building_path[MAXPGPATH];
 
 static int64
 limit_bytes(void)
@@ -75,6 +93,93 @@ index_path(char *path, const uint8_t *id, size_t idlen)
 	return true;
 }
 
+/* Let others build or map the index this backend was building. */
+static void
+build_release(void)
+{
+	if (building_fd < 0)
+		return;
+	/* removed while held: a waiter's lock is never on a file removed under it (lock_try) */
+	(void) unlink(building_path);
+	close(building_fd);
+	building_fd = -1;
+}
+
+/*
+ * 1 if this backend now holds the lock at path (building_fd), 0 if another
+ * does, -1 if no lock is to be had there (planted: anything but a regular
+ * file of the server's user).
+ */
+static int
+lock_try(const char *path)
+{
+	for (int tries = 0; tries < 3; tries++)
+	{
+		struct stat ls;
+		struct stat st;
+		int			fd;
+
+		if (lstat(path, &ls) == 0 && (!S_ISREG(ls.st_mode) || ls.st_uid != geteuid()))
+			return -1;
+		fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | PG_BINARY, S_IRUSR | S_IWUSR);
+		if (fd < 0)
+			return -1;
+		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		{
+			close(fd);
+			return -1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+		{
+			bool		busy = errno == EWOULDBLOCK;
+
+			close(fd);
+			return busy ? 0 : -1;
+		}
+		/* still the file at path, not one its last holder removed meanwhile? */
+		if (lstat(path, &ls) == 0 && ls.st_dev == st.st_dev && ls.st_ino == st.st_ino)
+		{
+			building_fd = fd;
+			strlcpy(building_path, path, sizeof(building_path));
+			return 1;
+		}
+		close(fd);
+	}
+	return -1;
+}
+
+/*
+ * No index at path: true if this backend is to build it (holding its lock,
+ * or without one when none can be had or the wait ran out), false once
+ * another backend has published it.
+ */
+static bool
+build_or_wait(const char *path)
+{
+	char		lock[MAXPGPATH];
+	TimestampTz start = GetCurrentTimestamp();
+	struct stat st;
+
+	build_release();
+	snprintf(lock, sizeof(lock), "%s.lock", path);
+	for (;;)
+	{
+		int			rc = lock_try(lock);
+
+		/* its holder publishes before it lets go */
+		if (lstat(path, &st) == 0)
+		{
+			build_release();
+			return false;
+		}
+		if (rc != 0 || TimestampDifferenceExceeds(start, GetCurrentTimestamp(), BUILD_WAIT_MS))
+			return true;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
 static const void *
 index_map(void *arg, const uint8_t *id, size_t idlen, size_t *len, bool *refused)
 {
@@ -89,7 +194,9 @@ index_map(void *arg, const uint8_t *id, size_t idlen, size_t *len, bool *refused
 	if (lstat(path, &ls) != 0)
 	{
 		*refused = errno != ENOENT;
-		return NULL;
+		/* none yet: build it, or wait for the backend that builds it */
+		if (*refused || build_or_wait(path) || lstat(path, &ls) != 0)
+			return NULL;
 	}
 	*refused = true;
 	if (!S_ISREG(ls.st_mode))
@@ -217,7 +324,7 @@ make_room(int64 need)
 }
 
 static void
-index_publish(void *arg, const uint8_t *id, size_t idlen, const void *buf, size_t len)
+publish(const uint8_t *id, size_t idlen, const void *buf, size_t len)
 {
 	char		name[HPG_MAX_NAME + 1];
 	hpg_draft	d;
@@ -272,6 +379,13 @@ index_publish(void *arg, const uint8_t *id, size_t idlen, const void *buf, size_
 	}
 }
 
+static void
+index_publish(void *arg, const uint8_t *id, size_t idlen, const void *buf, size_t len)
+{
+	publish(id, idlen, buf, len);
+	build_release();
+}
+
 int64
 hpg_symindex_bytes(void)
 {
@@ -294,5 +408,6 @@ hpg_symindex_init(void)
 							262144, 0, MAX_KILOBYTES,
 							PGC_SUSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
-	hpg_analysis_index_store(&(hp_index_store) {index_map, index_unmap, index_discard, index_publish, NULL});
+	hpg_analysis_index_store(&(hp_index_store) {index_map, index_unmap, index_discard, index_publish, NULL},
+							 build_release);
 }
