@@ -164,7 +164,8 @@ build_or_wait(const char *path)
 	snprintf(lock, sizeof(lock), "%s.lock", path);
 	for (;;)
 	{
-		int			rc = lock_try(lock);
+		/* a new server's first sessions: the folder made for the lock */
+		int			rc = hpg_store_dir_ready(HPG_SYMBOL_DIR) == 0 ? lock_try(lock) : -1;
 
 		/* its holder publishes before it lets go */
 		if (lstat(path, &st) == 0)
