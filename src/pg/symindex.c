@@ -108,7 +108,7 @@ build_release(void)
 /*
  * 1 if this backend now holds the lock at path (building_fd), 0 if another
  * does, -1 if no lock is to be had there (planted: anything but a regular
- * file of the server's user).
+ * file of the server's user with one link).
  */
 static int
 lock_try(const char *path)
@@ -124,7 +124,7 @@ lock_try(const char *path)
 		fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | PG_BINARY, S_IRUSR | S_IWUSR);
 		if (fd < 0)
 			return -1;
-		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink > 1)
 		{
 			close(fd);
 			return -1;
