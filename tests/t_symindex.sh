@@ -23,7 +23,8 @@
 #    once its debug file is installed (libc's, from libc6-dbg);
 #  - 4 sessions started together on a server without indexes build each
 #    index once between them (the others wait for it), and name the same;
-#    a build cancelled midway leaves no lock held.
+#    a build cancelled midway leaves no lock held, and locks nobody releases
+#    cost a report 10 s of waiting in all.
 set -euo pipefail
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
@@ -237,6 +238,24 @@ built=$(awk -F'|' '$1 == "counts" {s += $3} END {print s + 0}' "$w"/together.*)
 [ "$built" = "$nfiles" ] || fail "4 sessions started together built $built indexes for $nfiles objects"
 [ "$(grep -h '^names|' "$w"/together.* | sort -u | wc -l)" = 1 ] || fail "sessions started together name differently"
 [ -z "$(find "$dir" -name '*.lock')" ] || fail "lock files left: $(ls "$dir")"
+# locks nobody releases (held by another process of the server's user) cost
+# one analysis 10 s in all, not 10 s per object
+rm -f "$dir"/*.heap
+locks=()
+for bid in $(q -c "SELECT build_id FROM heapprof_objects() WHERE build_id IS NOT NULL"); do
+	locks+=("$dir/$bid.heap.lock")
+done
+as_pg bash -c 'for f; do exec {fd}>"$f"; flock -x "$fd"; done; exec sleep 60' _ "${locks[@]}" &
+holder=$!
+at_exit "kill $holder 2>/dev/null || true"
+held() { [ "$(find "$dir" -name '*.lock' | wc -l)" = "${#locks[@]}" ]; }
+wait_for "the outside locks" 5 held
+fresh ""
+read -r ms bytes hits misses anon < "$w/figures"
+awk -v m="$ms" 'BEGIN {exit !(m >= 9000 && m < 20000)}' ||
+	fail "with ${#locks[@]} locks held outside, the first report took $ms ms (10 s of waiting in all expected)"
+kill "$holder"; wait "$holder" 2>/dev/null || true
+rm -f "${locks[@]}"
 
 # every hostile file refused left a trace in the log, none a crash
 ! grep -qE 'server process .* was terminated|PANIC' "$HP_LOG" || fail "a backend crashed"

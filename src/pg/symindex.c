@@ -30,8 +30,8 @@
  * would each build it (a cold report's time and some 50 MB each): the
  * first takes a lock, BUILDID.heap.lock (flock'ed; released when the index
  * is published, or when the analysis ends whatever way, or by the kernel
- * when the backend exits), and the others wait for its index, up to
- * BUILD_WAIT_MS, then map it.
+ * when the backend exits), and the others wait for its index, then map
+ * it; an analysis waits BUILD_WAIT_MS at most in all, then builds its own.
  */
 #include "postgres.h"
 
@@ -58,12 +58,18 @@ static int	symbol_index_limit_kb = 262144;
 /* No real index comes near this: a larger file is refused whatever the limit. */
 #define MAX_INDEX_BYTES ((int64) 4 << 30)
 
-/* How long a session waits for another's build of an index before building its own. */
+/*
+ * How long one analysis waits, in all, for other backends' builds of
+ * indexes before building its own.
+ */
 #define BUILD_WAIT_MS 10000
 
 /* The lock this backend holds while it builds an index: its file, or -1. */
 static int	building_fd = -1;
 static char building_path[MAXPGPATH];
+
+/* What this analysis has waited so far. */
+static long waited_ms;
 
 static int64
 limit_bytes(void)
@@ -97,12 +103,29 @@ index_path(char *path, const uint8_t *id, size_t idlen)
 static void
 build_release(void)
 {
+	struct stat st;
+	struct stat ls;
+
 	if (building_fd < 0)
 		return;
-	/* removed while held: a waiter's lock is never on a file removed under it (lock_try) */
-	(void) unlink(building_path);
+	/*
+	 * Removed while held, so that a waiter's lock is never on a file removed
+	 * under it (lock_try) -- if it is still this lock's file: the folder may
+	 * have been removed and the name taken by another's lock meanwhile.
+	 */
+	if (fstat(building_fd, &st) == 0 && lstat(building_path, &ls) == 0 &&
+		st.st_dev == ls.st_dev && st.st_ino == ls.st_ino)
+		(void) unlink(building_path);
 	close(building_fd);
 	building_fd = -1;
+}
+
+/* After each analysis, however it ended: no lock held, a new wait budget. */
+static void
+build_settle(void)
+{
+	build_release();
+	waited_ms = 0;
 }
 
 /*
@@ -159,6 +182,7 @@ build_or_wait(const char *path)
 	char		lock[MAXPGPATH];
 	TimestampTz start = GetCurrentTimestamp();
 	struct stat st;
+	bool		build = false;
 
 	build_release();
 	snprintf(lock, sizeof(lock), "%s.lock", path);
@@ -171,14 +195,19 @@ build_or_wait(const char *path)
 		if (lstat(path, &st) == 0)
 		{
 			build_release();
-			return false;
+			break;
 		}
-		if (rc != 0 || TimestampDifferenceExceeds(start, GetCurrentTimestamp(), BUILD_WAIT_MS))
-			return true;
+		if (rc != 0 || waited_ms + TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()) >= BUILD_WAIT_MS)
+		{
+			build = true;
+			break;
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	waited_ms += TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
+	return build;
 }
 
 static const void *
@@ -410,5 +439,5 @@ hpg_symindex_init(void)
 							PGC_SUSET, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	hpg_analysis_index_store(&(hp_index_store) {index_map, index_unmap, index_discard, index_publish, NULL},
-							 build_release);
+							 build_settle);
 }
