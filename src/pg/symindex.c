@@ -172,9 +172,9 @@ lock_try(const char *path)
 }
 
 /*
- * No index at path: true if this backend is to build it (holding its lock,
- * or without one when none can be had or the wait ran out), false once
- * another backend has published it.
+ * No index at path, or one being published: true if this backend is to
+ * build it (holding its lock, or without one when none can be had or the
+ * wait ran out), false once another backend has published it.
  */
 static bool
 build_or_wait(const char *path)
@@ -182,7 +182,6 @@ build_or_wait(const char *path)
 	char		lock[MAXPGPATH];
 	TimestampTz start = GetCurrentTimestamp();
 	struct stat st;
-	bool		build = false;
 
 	build_release();
 	snprintf(lock, sizeof(lock), "%s.lock", path);
@@ -191,23 +190,22 @@ build_or_wait(const char *path)
 		/* a new server's first sessions: the folder made for the lock */
 		int			rc = hpg_store_dir_ready(HPG_SYMBOL_DIR) == 0 ? lock_try(lock) : -1;
 
-		/* its holder publishes before it lets go */
-		if (lstat(path, &st) == 0)
-		{
-			build_release();
-			break;
-		}
+		/*
+		 * Held by another: it is building or publishing (which may show the
+		 * file with a second link for a moment, store.c's rename_new), and
+		 * lets go only after.
+		 */
 		if (rc != 0 || waited_ms + TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()) >= BUILD_WAIT_MS)
-		{
-			build = true;
 			break;
-		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
 	waited_ms += TimestampDifferenceMilliseconds(start, GetCurrentTimestamp());
-	return build;
+	if (lstat(path, &st) != 0)
+		return true;
+	build_release();
+	return false;
 }
 
 static const void *
@@ -216,18 +214,19 @@ index_map(void *arg, const uint8_t *id, size_t idlen, size_t *len, bool *refused
 	char		path[MAXPGPATH];
 	struct stat ls;
 	struct stat st;
+	bool		found;
 	int			fd;
 	void	   *p;
 
 	if (symbol_index_limit_kb == 0 || !index_path(path, id, idlen))
 		return NULL;
-	if (lstat(path, &ls) != 0)
-	{
-		*refused = errno != ENOENT;
-		/* none yet: build it, or wait for the backend that builds it */
-		if (*refused || build_or_wait(path) || lstat(path, &ls) != 0)
-			return NULL;
-	}
+	found = lstat(path, &ls) == 0;
+	*refused = !found && errno != ENOENT;
+	if (*refused)
+		return NULL;
+	/* none yet, or one being published: build it, or wait for the backend that does */
+	if ((!found || ls.st_nlink > 1) && (build_or_wait(path) || lstat(path, &ls) != 0))
+		return NULL;
 	*refused = true;
 	if (!S_ISREG(ls.st_mode))
 		return NULL;
