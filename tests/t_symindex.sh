@@ -235,7 +235,9 @@ wait
 built=$(awk -F'|' '$1 == "counts" {s += $3} END {print s + 0}' "$w"/together.*)
 [ "$(grep -c '^counts|' "$w"/together.* | awk -F: '{s += $2} END {print s}')" = 4 ] ||
 	{ cat "$w"/together.*; fail "sessions started together did not all report"; }
-[ "$built" = "$nfiles" ] || fail "4 sessions started together built $built indexes for $nfiles objects"
+[ "$built" = "$nfiles" ] || fail "4 sessions started together built $built indexes for $nfiles objects" \
+	"(hits|misses of each: $(grep -h '^counts|' "$w"/together.* | cut -d'|' -f2,3 | tr '\n' ' '); log:" \
+	"$(grep -E 'symbol index|lock' "$HP_LOG" | tail -n 5 | tr '\n' ' '))"
 [ "$(grep -h '^names|' "$w"/together.* | sort -u | wc -l)" = 1 ] || fail "sessions started together name differently"
 [ -z "$(find "$dir" -name '*.lock')" ] || fail "lock files left: $(ls "$dir")"
 # locks nobody releases (held by another process of the server's user) cost
