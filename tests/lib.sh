@@ -17,7 +17,7 @@ case ":$PATH:" in
 	":$PGBIN:"*) ;;
 	*) export PATH="$PGBIN:$PATH" ;;
 esac
-JEMALLOC_SO=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | head -n 1)
+JEMALLOC_SO=$(ls /usr/lib/*/libjemalloc.so.2 2>/dev/null | sed -n 1p)
 HP_SCRATCH=$(mktemp -d /tmp/heapprof.XXXXXX)
 chmod 755 "$HP_SCRATCH"
 HP_CLUSTERS=()

@@ -104,7 +104,7 @@ rm -f "$data"/heapprof/captures/*.heap
 q -c "SET heapprof.capture_min_growth = '1MB'" -c "SET heapprof.max_captures = 3" -c "SELECT heapprof_enable()" \
 	-c "$gap" -c "$leak" -c "$gap" -c "$leak" -c "$gap" -c "$leak" >/dev/null
 n=$(q -c "SELECT count(*) FROM heapprof_captures()")
-[ "$n" = 3 ] && ! q -c "SELECT name FROM heapprof_captures()" | grep -qx "$name" ||
+[ "$n" = 3 ] && ! q -c "SELECT name FROM heapprof_captures()" | grep -x "$name" >/dev/null ||
 	{ echo "retention: $n captures, oldest kept: $(q -c "SELECT name FROM heapprof_captures()")"; exit 1; }
 
 # -- a role sees its own captures only

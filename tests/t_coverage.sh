@@ -89,8 +89,8 @@ grep -q "NOTICE:  the heap profile holds" <<<"$out" || { echo "no NOTICE for the
 grep -q '\\lSampled since .* MB allocated ([0-9]*%)\\l' <<<"$out" || { echo "no coverage in the dot legend: $out"; exit 1; }
 if command -v go >/dev/null; then
 	q -c "SELECT encode(heapprof_dump_pprof(stored => 'hp_cov'), 'base64')" 2>/dev/null | base64 -d >"$w/cov.pb.gz"
-	HOME=$w go tool pprof -comments "$w/cov.pb.gz" 2>&1 | grep -q "^Sampled since .* MB allocated" ||
-		{ echo "no pprof comment: $(HOME=$w go tool pprof -comments "$w/cov.pb.gz" 2>&1 | head -5)"; exit 1; }
+	HOME=$w go tool pprof -comments "$w/cov.pb.gz" 2>&1 | grep "^Sampled since .* MB allocated" >/dev/null ||
+		{ echo "no pprof comment: $(HOME=$w go tool pprof -comments "$w/cov.pb.gz" 2>&1 | sed -n 1,5p)"; exit 1; }
 fi
 kill "$BG_PID" 2>/dev/null || true
 

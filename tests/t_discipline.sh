@@ -24,6 +24,13 @@
 #  sqlstate  a file error takes its SQLSTATE from its errno: no ereport with
 #            a fixed errcode(ERRCODE_IO_ERROR) that prints an errno (%m,
 #            strerror); use errcode_for_file_access() (with errno = rc).
+# and one rule for the shell scripts of tests/, bench/ and .ci/, which run
+# with pipefail:
+#  pipe      no pipeline into a reader that can stop before its input ends
+#            (grep -q, -l, -m; head; awk's exit; sed's q; cmp): the writer
+#            then dies of SIGPIPE when its output is larger than the pipe's
+#            buffer, and the pipeline fails by timing (CI's t_formats failed
+#            on 4 kB of --help). grep PATTERN >/dev/null, sed -n 1p instead.
 # Each rule prints file:line and what is wrong.
 set -uo pipefail
 cd "$HP_TOP" || exit 1
@@ -126,4 +133,20 @@ for my $f (@ARGV) {
 }
 print "discipline: " . scalar(@ARGV) . " files of src/ follow the catch, flush, return, table, errno and sqlstate rules\n" unless $fail;
 exit $fail;
-' $(find src -name '*.c' -o -name '*.h' | sort)
+' $(find src -name '*.c' -o -name '*.h' | sort) || exit 1
+
+# (not this file: the rule names the readers it refuses)
+scripts=$(for f in tests/* tests/*/* bench/* .ci/*; do
+	[ -f "$f" ] && [ "$f" != tests/t_discipline.sh ] && sed -n 1p "$f" | grep -E '^#!.*\b(ba)?sh\b' >/dev/null && echo "$f"; done)
+[ -n "$scripts" ] || { echo "no shell scripts found"; exit 1; }
+perl -ne '
+	BEGIN { $fail = 0; $n = 0 }
+	$n++ if $. == 1;
+	next if /^\s*#/;
+	if (/\|\s*(grep\s+-[a-zA-Z]*[qlLm]|head\b|cmp\b|awk\b[^|]*\bexit\b|sed\s+(-n\s+)?\x27?[0-9]*q)/) {
+		print "$ARGV:$.: [pipe] a pipeline into \"$1\", which can stop reading early: its writer then fails with SIGPIPE under pipefail\n";
+		$fail = 1;
+	}
+	close ARGV if eof;
+	END { print "discipline: $n shell scripts follow the pipe rule\n" unless $fail; exit $fail }
+' $scripts

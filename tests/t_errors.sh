@@ -113,7 +113,7 @@ wait "$rec"
 #    read the symbolizer; a stripped build (the Debian package, whose symbols
 #    are in its -dbgsym) is checked by the runs on make install's builds
 so=$(pg_config --pkglibdir)/heapprof.so
-if ! readelf -S "$so" 2>/dev/null | grep -q '\.debug_info'; then
+if ! readelf -S "$so" 2>/dev/null | grep '\.debug_info' >/dev/null; then
 	[ "$fail" -ne 0 ] ||
 		echo "errors: full base/pgsql_tmp and \$PGDATA/heapprof give 53100 with nothing left (own, pid =>, window, snapshot); NOTICEs name their cause; window ops named (cancelled report's symbol cache: not checked, $so is stripped)"
 	exit $fail

@@ -44,19 +44,19 @@ sleep 0.5
 settings 1MB 5 100MB
 pid=$(leaky_session 4194304)
 wait_dumps 1
-q -c "SELECT pid, backend_type, owner FROM heapprof_dumps()" | grep -qx "$pid|client backend|postgres" ||
+q -c "SELECT pid, backend_type, owner FROM heapprof_dumps()" | grep -x "$pid|client backend|postgres" >/dev/null ||
 	{ echo "wrong metadata for pid $pid:"; q -c "SELECT * FROM heapprof_dumps()"; exit 1; }
 name=$(q -c "SELECT name FROM heapprof_dumps()")
 [[ $name == *-$pid-client_backend ]] || { echo "name $name lacks pid and type"; exit 1; }
-q -c "SELECT flat_bytes, function FROM heapprof_top(1, stored => '$name')" | grep -qx '4194304|hpt_leaf_alloc' ||
+q -c "SELECT flat_bytes, function FROM heapprof_top(1, stored => '$name')" | grep -x '4194304|hpt_leaf_alloc' >/dev/null ||
 	{ echo "exit dump does not show the held memory"; q -c "SELECT * FROM heapprof_top(3, stored => '$name')"; exit 1; }
 
 # retention: at most 3 files, the oldest go first
 settings 1MB 3 100MB
 for i in 1 2 3; do last=$(leaky_session 2097152); done
 wait_dumps 3
-q -c "SELECT name FROM heapprof_dumps()" | grep -q -- "-$pid-" && { echo "oldest dump kept"; exit 1; }
-q -c "SELECT name FROM heapprof_dumps()" | grep -q -- "-$last-" || { echo "newest dump missing"; exit 1; }
+q -c "SELECT name FROM heapprof_dumps()" | grep -- "-$pid-" >/dev/null && { echo "oldest dump kept"; exit 1; }
+q -c "SELECT name FROM heapprof_dumps()" | grep -- "-$last-" >/dev/null || { echo "newest dump missing"; exit 1; }
 
 # retention by size: each dump is some kB; a limit below two keeps one
 size=$(q -c "SELECT max(file_bytes) FROM heapprof_dumps()")

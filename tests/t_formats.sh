@@ -39,10 +39,10 @@ cli() { ./pg_heapprof -d postgres "$@"; }
 coproc TARGET { psql -X -q -At -d postgres; }
 echo "SELECT pg_backend_pid();" >&"${TARGET[1]}"
 read -r pid <&"${TARGET[0]}"
-cli --enable --pid "$pid" | grep -qx "profiling of process $pid is on" || fail "--enable"
+cli --enable --pid "$pid" | grep -x "profiling of process $pid is on" >/dev/null || fail "--enable"
 echo "SELECT heapprof_test_hold(3145728);" >&"${TARGET[1]}"
 read -r _ <&"${TARGET[0]}"
-cli --list | grep -qE "^ *$pid  client backend .* on " || { cli --list; fail "--list"; }
+cli --list | grep -E "^ *$pid  client backend .* on " >/dev/null || { cli --list; fail "--list"; }
 
 # every format
 for f in dot svg flamegraph collapsed pprof raw text top; do
@@ -73,7 +73,7 @@ for f in dot svg flamegraph collapsed pprof text top; do
 	for opt in --fold --nofold --objects --focus=hpt_middle; do
 		cli --report "$f" --pid "$pid" "$opt" -o "$w/srv.$f" || fail "format $f $opt"
 		cli --client-symbols --report "$f" --pid "$pid" "$opt" -o "$w/here.$f" || fail "--client-symbols format $f $opt"
-		same_report "$f" "$w/srv.$f" "$w/here.$f" || { diff "$w/srv.$f" "$w/here.$f" | head; fail "--client-symbols $f $opt differs"; }
+		same_report "$f" "$w/srv.$f" "$w/here.$f" || { diff "$w/srv.$f" "$w/here.$f" | sed -n 1,10p; fail "--client-symbols $f $opt differs"; }
 	done
 done
 rc=0
@@ -137,7 +137,7 @@ total_sql=$(q -c "SELECT sum(flat_bytes) FROM heapprof_top(100000, pid => $pid)"
 total_pprof=$(sed -n 's/^Showing nodes accounting for [0-9]*B, [0-9.]*% of \([0-9]*\)B total$/\1/p' "$w/pprof.top")
 [ -n "$total_pprof" ] && [ "$total_sql" = "$total_pprof" ] ||
 	fail "totals differ: heapprof_top $total_sql, pprof $total_pprof"
-go tool pprof -top -sample_index=inuse_objects "$w/out.pprof" | grep -qE '^ +3 .* hpt_leaf_alloc$' || fail "pprof objects"
+go tool pprof -top -sample_index=inuse_objects "$w/out.pprof" | grep -E '^ +3 .* hpt_leaf_alloc$' >/dev/null || fail "pprof objects"
 
 # the flame graph in headless Chromium
 cp "$w/out.flamegraph" "$w/flame.svg"	# Chromium goes by the extension
@@ -216,5 +216,5 @@ cli --report text --pid abc 2>/dev/null; [ $? = 2 ] || fail "bad pid argument: e
 cli --report nosuch --pid "$pid" 2>/dev/null; [ $? = 2 ] || fail "bad format: exit status"
 cli --enable 2>/dev/null; [ $? = 2 ] || fail "missing --pid: exit status"
 set -e
-./pg_heapprof --help | grep -q '^Usage:' || fail "--help"
+./pg_heapprof --help | grep '^Usage:' >/dev/null || fail "--help"
 echo "formats: every pg_heapprof format (each with --client-symbols as the server renders it), reports of every process, pprof agrees with go tool pprof, flame graph in Chromium (its search = heapprof_top's cum), clean failures"

@@ -39,7 +39,7 @@ grep "^# identity $postgres: other inode, code: all [0-9]* return addresses foll
 # names it has.  A postgres with a symbol table and DWARF (tests/pgbuild's)
 # names static and inlined code from its debug info, which t_symbols checks
 # against addr2line-style truth; there is nothing stripped to check here.
-if [ -n "$(nm "$postgres" 2>/dev/null | head -n 1)" ]; then
+if [ -n "$(nm "$postgres" 2>/dev/null | sed -n 1p)" ]; then
 	echo "postgres is not stripped here: nothing to check (Debian's stripped 15 is checked)"
 	exit 0
 fi

@@ -62,7 +62,7 @@ CREATE FUNCTION public.heapprof_backends()
                 active boolean, allocated_bytes bigint) LANGUAGE plpgsql AS
   $$ BEGIN EXECUTE 'ALTER ROLE hp_dbowner SUPERUSER'; RETURN; END $$;
 SQL
-"$HP_TOP/pg_heapprof" -d hp_planted --list | grep -q "client backend" || { echo "pg_heapprof --list failed"; exit 1; }
+"$HP_TOP/pg_heapprof" -d hp_planted --list | grep "client backend" >/dev/null || { echo "pg_heapprof --list failed"; exit 1; }
 [ "$(q -c "SELECT rolsuper FROM pg_roles WHERE rolname = 'hp_dbowner'")" = f ] ||
 	{ echo "a planted operator ran as superuser under pg_heapprof"; exit 1; }
 
@@ -199,7 +199,7 @@ coproc DBG { PGUSER=hp_dbg psql -X -q -At -d postgres; }
 echo "SELECT pg_backend_pid();" >&"${DBG[1]}"
 read -r -t 10 dbg <&"${DBG[0]}"
 cli() { PGUSER=hp_dbg "$HP_TOP/pg_heapprof" -d postgres "$@"; }
-cli --list | grep -q "^ *$dbg " || { echo "heapprof_grant: --list misses $dbg"; exit 1; }
+cli --list | grep "^ *$dbg " >/dev/null || { echo "heapprof_grant: --list misses $dbg"; exit 1; }
 cli --enable --pid "$dbg" >/dev/null
 for f in top text flamegraph pprof collapsed dot; do
 	cli --report "$f" --pid "$dbg" -o "$w.$f" || { echo "heapprof_grant: --report $f failed"; exit 1; }

@@ -125,7 +125,7 @@ IFS='|' read -r c1 c2 < "$w/ctx_filter"
 [ -n "$c1" ] && [ "$c1" = "$c2" ] || { echo "context => CachedPlanSource: $c2 bytes, its stacks: $c1"; exit 1; }
 out=$(q -F ' ' -c "SELECT sum(cum_bytes) FROM heapprof_top(1, queryid => $qa, stored => 'lbl1', order_by => 'cum', group_by => 'query')" \
 	-c "SELECT count(*) FROM heapprof_top(queryid => 42, stored => 'lbl1')" 2>&1)
-[ "$(echo "$out" | sed -n 1p)" = "$sa" ] && echo "$out" | grep -q "no sampled allocation of the heap profile has that queryid" ||
+[ "$(echo "$out" | sed -n 1p)" = "$sa" ] && echo "$out" | grep "no sampled allocation of the heap profile has that queryid" >/dev/null ||
 	{ printf 'queryid => %s: %s (expected %s)\n' "$qa" "$out" "$sa"; exit 1; }
 
 # -- pprof's own labels
@@ -137,14 +137,14 @@ sum=$(awk '/^Samples:/ {s = 1; next} /^Locations/ {s = 0} s && /^ *[0-9]+ +-?[0-
 close "$sum" "$sa" || { echo "pprof -tagfocus=queryid=^$qa\$: $sum bytes, expected $sa"; head -20 "$w/focus"; exit 1; }
 
 # -- jeprof reads every dump: a raw one, a stored one
-snap=$(ls "$data"/heapprof/snapshots/lbl1*.heap | head -1)
+snap=$(ls "$data"/heapprof/snapshots/lbl1*.heap | sed -n 1p)
 ours=$(q -c "SELECT * FROM heapprof_dump_text(stored => 'lbl1', fold => false) LIMIT 1" | sed -n 's/^Total: \([0-9.]*\) MB$/\1/p')
 jeprof --text "$bindir/postgres" "$snap" > "$w/jeprof" 2>/dev/null
 theirs=$(sed -n 's/^Total: \([0-9.]*\) MB$/\1/p' "$w/jeprof")
 jeprof --text "$bindir/postgres" "$w/raw" > "$w/jeprof.raw" 2>/dev/null
 grep -q '^@.* 0xfffe0' "$w/raw" && grep -q '^@.* 0xfffe0' "$snap" && [ -n "$ours" ] && [ "$ours" = "$theirs" ] &&
 	grep -q '^Total: ' "$w/jeprof.raw" && ! grep -qi 'fffe0' "$w/jeprof" "$w/jeprof.raw" ||
-	{ echo "snapshot: heapprof $ours MB, jeprof $theirs MB"; grep -i fffe0 "$w/jeprof" "$w/jeprof.raw" | head -3; exit 1; }
+	{ echo "snapshot: heapprof $ours MB, jeprof $theirs MB"; grep -i fffe0 "$w/jeprof" "$w/jeprof.raw" | sed -n 1,3p; exit 1; }
 
 # -- stored profiles keep their labels
 [ "$(q -c "SELECT count(*) FROM heapprof_stacks(stored => '$na') WHERE queryid = $qa")" -gt 0 ] &&

@@ -29,7 +29,7 @@ object_edges() {
 	for a in "${objs[@]}"; do
 		for b in "${objs[@]}"; do
 			[ "$a" = "$b" ] && continue
-			if comm -12 <(undefined "$a" | sort -u) <(defined "$b" | sort -u) | grep -q .; then
+			if comm -12 <(undefined "$a" | sort -u) <(defined "$b" | sort -u) | grep . >/dev/null; then
 				echo "$(basename "$a" .o) $(basename "$b" .o)"
 			fi
 		done
@@ -83,7 +83,7 @@ for dir in src/engine src/cli; do
 done
 
 libs=$(for l in libc.so.6 libdw.so.1 libelf.so.1 libz.so.1 libm.so.6; do
-	ldconfig -p | awk -v l="$l" '$1 == l {print $NF; exit}'; done)
+	ldconfig -p | awk -v l="$l" '$1 == l && !n++ {print $NF}'; done)
 provided=$( { cat src/engine/*.o >/dev/null; for o in src/engine/*.o; do defined "$o"; done
 	for l in $libs; do nm -D --defined-only "$l" | awk '{print $3}' | sed 's/@.*//'; done; } | sort -u)
 foreign=$(for o in src/engine/*.o; do undefined "$o"; done | sed 's/@.*//' | sort -u |

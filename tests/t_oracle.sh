@@ -140,16 +140,16 @@ read -r grew shrank < <(jeprof_out --collapsed --base="$work/before.heap" "$work
 	awk '{ v = $NF } v > 0 { g += v } v < 0 { s -= v } END { print g + 0, s + 0 }')
 [ "$shrank" -gt 0 ] || fail "the diff shrinks nowhere"
 line="Diff: $grew B grew, $shrank B shrank (negative rows); percentages are of the net change, $((grew - shrank)) B, as in jeprof --base"
-./heapprof-report --text --show_bytes --base="$work/before.heap" "$dump" | sed -n 2p | grep -qxF "$line" ||
+./heapprof-report --text --show_bytes --base="$work/before.heap" "$dump" | sed -n 2p | grep -xF "$line" >/dev/null ||
 	fail "diff header: want '$line'"
-./heapprof-report --text --drop_negative --base="$work/before.heap" "$dump" | grep -q '^Diff: ' &&
+./heapprof-report --text --drop_negative --base="$work/before.heap" "$dump" | grep '^Diff: ' >/dev/null &&
 	fail "diff header without negative rows"
 check_collapsed "$dump" --base="$work/before.heap"
 min_edges=2
 check_dot "$dump" --base="$work/before.heap"
 # the growing stack leads; the freed one is negative
-./heapprof-report --collapsed --base="$work/before.heap" "$dump" | head -n1 | grep -q ';main;leak_more;leaf_alloc 1310720$' ||
+./heapprof-report --collapsed --base="$work/before.heap" "$dump" | sed -n 1p | grep ';main;leak_more;leaf_alloc 1310720$' >/dev/null ||
 	fail "the growing stack is not the first of the diff"
-./heapprof-report --collapsed --base="$work/before.heap" "$dump" | grep -q ';main;alloc_small_many;leaf_alloc -1024000$' ||
+./heapprof-report --collapsed --base="$work/before.heap" "$dump" | grep ';main;alloc_small_many;leaf_alloc -1024000$' >/dev/null ||
 	fail "the freed stack is not negative"
 echo "oracle: text (also --cum), dot and collapsed agree with jeprof, with and without --base; the diff header sums jeprof's stacks"

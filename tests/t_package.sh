@@ -25,7 +25,7 @@ unset PGHOST PGPORT PGUSER PGDATABASE
 pkg=postgresql-15-heapprof
 # HP_FROM_PACKAGE: tests/run installed the package for the whole suite; use it
 preinstalled=${HP_FROM_PACKAGE:+1}
-if [ -z "$preinstalled" ] && dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
+if [ -z "$preinstalled" ] && dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep 'ok installed' >/dev/null; then
 	echo "$pkg is installed already; this test installs and purges it, remove it first"
 	exit 1
 fi
@@ -59,7 +59,7 @@ if [ -z "$preinstalled" ]; then
 	build=$SECONDS
 	make -s deb DEB_OUT="$work/debs" DEB_BUILD="$work/build" >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log"; fail "make deb failed"; }
 	build=$((SECONDS - build))
-	deb=$(ls "$work"/debs/${pkg}_*.deb 2>/dev/null | head -n 1)
+	deb=$(ls "$work"/debs/${pkg}_*.deb 2>/dev/null | sed -n 1p)
 	[ -n "$deb" ] || fail "make deb made no $pkg package: $(ls "$work/debs")"
 	# the documentation: README, every page of docs/ and its picture, both man pages
 	contents=$(dpkg-deb -c "$deb" | awk '{print $NF}')
@@ -82,7 +82,7 @@ if [ -z "$preinstalled" ]; then
 fi
 # their man pages on man's path
 for m in pg_heapprof heapprof-report; do
-	[ -e "/usr/share/man/man1/$m.1.gz" ] && zcat "/usr/share/man/man1/$m.1.gz" | grep -q "^\.TH ${m^^} 1" ||
+	[ -e "/usr/share/man/man1/$m.1.gz" ] && zcat "/usr/share/man/man1/$m.1.gz" | grep "^\.TH ${m^^} 1" >/dev/null ||
 		fail "man $m: /usr/share/man/man1/$m.1.gz is not its page"
 done
 # on the PATH of a login shell, not only in the server's bindir

@@ -68,7 +68,7 @@ jeprof_total=$(jeprof --text "$(pg_config --bindir)/postgres" "$f" 2>/dev/null |
 [ -n "$ours" ] && [ "$ours" = "$jeprof_total" ] || { echo "peak total: heapprof $ours MB, jeprof $jeprof_total MB"; exit 1; }
 
 # -- one file per process, however often the peak moves, and no draft left
-[ "$(ls "$data/heapprof/peaks" | grep -c "^$pid\.")" = 1 ] && ! ls "$data/heapprof/peaks" | grep -q "^tmp\.$pid\." ||
+[ "$(ls "$data/heapprof/peaks" | grep -c "^$pid\.")" = 1 ] && ! ls "$data/heapprof/peaks" | grep "^tmp\.$pid\." >/dev/null ||
 	{ ls "$data/heapprof/peaks"; exit 1; }
 
 # -- reset forgets it; track_peak = off takes none
@@ -86,7 +86,7 @@ HINT: A peak profile is taken while sampling is active and heapprof.track_peak i
 exec 3>&-
 wait "$BG_PID" || true
 BG_PID=
-peak_gone() { ! ls "$data/heapprof/peaks" | grep -q "^$pid\."; }
+peak_gone() { ! ls "$data/heapprof/peaks" | grep "^$pid\." >/dev/null; }
 wait_for "the peak files of $pid to go at its exit" 5 peak_gone
 
 # -- FIFOs and a link planted where the peak's drafts are written block nothing
@@ -112,14 +112,14 @@ BG_PID=
 # -- with exit dumps: the peak passed the threshold, the exit holds less
 out=$(PGOPTIONS="-c heapprof.dump_on_exit_threshold=50MB" QOPTS= q \
 	-c "SELECT pg_backend_pid()" -c "SELECT heapprof_enable()" -c "$join")
-pid=$(echo "$out" | head -n1) exit_pid=$pid
-peak_dumped() { q -c "SELECT name FROM heapprof_dumps() WHERE pid = $pid" | grep -q -- '-peak$'; }
+pid=$(echo "$out" | sed -n 1p) exit_pid=$pid
+peak_dumped() { q -c "SELECT name FROM heapprof_dumps() WHERE pid = $pid" | grep -- '-peak$' >/dev/null; }
 wait_for "the exit dump of $pid's peak" 5 peak_dumped || true
 names=$(q -c "SELECT name FROM heapprof_dumps() WHERE pid = $pid ORDER BY name")
 [ "$(echo "$names" | grep -c -- '-peak$')" = 1 ] || { echo "exit dumps of $pid: $names"; exit 1; }
 name=$(echo "$names" | grep -- '-peak$')
 out=$(q -c "SELECT sum(bytes) FROM heapprof_stacks(stored => '$name')" | mb)
 [ "$out" -ge 100 ] || { echo "the kept peak holds $out MB"; exit 1; }
-q -c "SELECT heapprof_test_error('SELECT * FROM heapprof_top(peak => true, stored => ''x'')')" | grep -q "^22023: peak and stored cannot both be given" ||
+q -c "SELECT heapprof_test_error('SELECT * FROM heapprof_top(peak => true, stored => ''x'')')" | grep "^22023: peak and stored cannot both be given" >/dev/null ||
 	{ echo "peak with dump accepted"; exit 1; }
 echo "peak: hash join of ${peak_mb} MB in heapprof_peak, ${live_mb} MB live after; every form by pid; jeprof agrees (${ours} MB); reset, track_peak, exit and exit dump"

@@ -108,7 +108,7 @@ for ((i = 1; i <= n; i++)); do
 			{ echo "$page: SQL failed:"; tail -n 20 <<<"$out"; exit 1; }
 		if grep -q '^(0 rows)$' <<<"$out"; then
 			echo "$page: a query gives no rows:"
-			grep -B 12 '^(0 rows)$' <<<"$out" | head -40
+			grep -B 12 '^(0 rows)$' <<<"$out" | sed -n 1,40p
 			exit 1
 		fi
 		ps=$(grep -c '^([0-9]* rows\?)$' <<<"$out" || true)

@@ -59,9 +59,9 @@ startup=$(qs -c "SELECT pid FROM heapprof_backends() WHERE backend_type = 'start
 walrcv=$(qs -c "SELECT pid FROM heapprof_backends() WHERE backend_type = 'walreceiver'")
 walsnd=$(qp -c "SELECT pid FROM heapprof_backends() WHERE backend_type = 'walsender'")
 [ -n "$startup" ] && [ -n "$walrcv" ] && [ -n "$walsnd" ] || fail "startup '$startup', walreceiver '$walrcv', walsender '$walsnd'"
-cli -d "$B" --enable --pid "$startup" | grep -qx "profiling of process $startup is on" || fail "--enable startup"
+cli -d "$B" --enable --pid "$startup" | grep -x "profiling of process $startup is on" >/dev/null || fail "--enable startup"
 [ "$(qs -c "SELECT heapprof_enable(pid => $walrcv)")" = t ] || fail "enable walreceiver"
-cli -d "$A" --enable --backend-type walsender | grep -q "profiling of process $walsnd (walsender) on .* is on" ||
+cli -d "$A" --enable --backend-type walsender | grep "profiling of process $walsnd (walsender) on .* is on" >/dev/null ||
 	fail "--enable --backend-type walsender"
 
 # a write workload on the primary, replayed by the standby
@@ -95,7 +95,7 @@ qs -c "SELECT count(*) > 0 FROM heapprof_stacks(stored => 'replica_persisted')" 
 qs -c "SELECT heapprof_drop_snapshot('replica_persisted')"
 PGOPTIONS="-c heapprof.dump_on_exit_threshold=0" \
 	qs -c "SELECT heapprof_enable()" -c "SELECT heapprof_test_hold(1048576)" >/dev/null
-wait_for "an exit dump on the standby" 10 eval 'ls "$sdir/data/heapprof/dumps/" 2>/dev/null | grep -q .'
+wait_for "an exit dump on the standby" 10 eval 'ls "$sdir/data/heapprof/dumps/" 2>/dev/null | grep . >/dev/null'
 dump=$(qs -c "SELECT name FROM heapprof_dumps() LIMIT 1")
 [ -n "$dump" ] && [ "$(qs -c "SELECT count(*) > 0 FROM heapprof_top(5, stored => '$dump')")" = t ] || fail "exit dump on the standby"
 [ "$(qp -c "SELECT count(*) FROM heapprof_dumps()")" = 0 ] || fail "a standby's exit dump reached the primary"
@@ -114,14 +114,14 @@ grep -qE "^ *$startup +startup .* on .*:$P2 +standby$" "$w/list.txt" || { cat "$
 grep -qE "^ *$walsnd +walsender .*:$P1 +primary$" "$w/list.txt" || { cat "$w/list.txt"; fail "--list: walsender on the primary"; }
 grep -qE "^ *$hs +client backend .*:$P2 +standby$" "$w/list.txt" || { cat "$w/list.txt"; fail "--list: session on the standby"; }
 printf '# both servers\n%s\n\n  %s\n' "$A" "$B" > "$w/servers"
-cli -f "$w/servers" --list --backend-type startup | grep -c "startup" | grep -qx 1 || fail "--servers file"
+cli -f "$w/servers" --list --backend-type startup | grep -c "startup" | grep -x 1 >/dev/null || fail "--servers file"
 
 # per-process reports, one file each, and their merge
 sum() { awk '{s += $NF} END {printf "%d\n", s}' "$@"; }
 mkdir "$w/per"
 cli -d "$A" -d "$B" --backend-type "client backend" --focus hpt_ --report collapsed -o "$w/per" > "$w/per.out" ||
 	{ cat "$w/per.out"; fail "per-process reports"; }
-ls "$w/per" | grep -q -- "-$hp\.collapsed$" && ls "$w/per" | grep -q -- "-$hs\.collapsed$" || { ls "$w/per"; fail "report files"; }
+ls "$w/per" | grep -- "-$hp\.collapsed$" >/dev/null && ls "$w/per" | grep -- "-$hs\.collapsed$" >/dev/null || { ls "$w/per"; fail "report files"; }
 per=$(cat "$w/per"/*.collapsed | sum)
 cli -d "$A" -d "$B" --backend-type "client backend" --focus hpt_ --merge --report collapsed -o "$w/merged.collapsed" ||
 	fail "--merge"

@@ -163,7 +163,7 @@ other_ready() {
 	[ "$(wc -w <<<"$stored")" = 2 ] && [ -n "$spid" ]
 }
 wait_for "the other role's two profiles and session" 10 other_ready || true
-q -c "SELECT query FROM heapprof_captures() WHERE usename = 'hp_rv_other'" | grep -q hp_rv_secret_text ||
+q -c "SELECT query FROM heapprof_captures() WHERE usename = 'hp_rv_other'" | grep hp_rv_secret_text >/dev/null ||
 	{ echo "(c) setup: no capture of the other role's statement: $stored"; exit 1; }
 [ "$(wc -w <<<"$stored")" = 2 ] && [ -n "$spid" ] || { echo "(c) setup: stored '$stored', session '$spid'"; exit 1; }
 out=$(rv -c "SELECT * FROM heapprof_captures()" -c "SELECT * FROM heapprof_snapshots()" -c "SELECT * FROM heapprof_dumps()")
@@ -197,7 +197,7 @@ sleeper=
 [ "$(ask "SELECT count(*) FROM heapprof_drop_snapshot('hp_rv_d');")" = 1 ] || { echo "(d) drop failed"; exit 1; }
 [ "$(ask "SELECT heapprof_reset() > 0;")" = t ] || { echo "(d) reset failed"; exit 1; }
 cli() { PGUSER=hp_rv "$HP_TOP/pg_heapprof" -d postgres "$@"; }
-cli --list | grep -q "^ *$rvpid " || { echo "(d) pg_heapprof --list misses the role's session"; exit 1; }
+cli --list | grep "^ *$rvpid " >/dev/null || { echo "(d) pg_heapprof --list misses the role's session"; exit 1; }
 ask "SELECT heapprof_test_hold(1048576) IS NOT NULL;" >/dev/null
 for f in top text dot collapsed flamegraph; do
 	cli --report "$f" --pid "$rvpid" -o "$w/cli.$f" || { echo "(d) pg_heapprof --report $f failed"; exit 1; }

@@ -38,7 +38,7 @@ out=$(q -c "SELECT function FROM heapprof_top(1, pid => $pid, seconds => 1)" \
 t" ] || { echo "other forms of the window: $out"; exit 1; }
 
 # -- refusals; a cancelled window ends at once
-err() { q -c "SELECT heapprof_test_error(\$q\$$1\$q\$)" | head -n1; }
+err() { q -c "SELECT heapprof_test_error(\$q\$$1\$q\$)" | sed -n 1p; }
 [ "$(err "SELECT * FROM heapprof_allocations()")" = "22023: a window of allocations needs pid => N" ] &&
 [ "$(err "SELECT * FROM heapprof_allocations(seconds => 0, pid => $pid)")" = "22023: seconds must be more than 0 and at most 3600, not 0" ] &&
 [ "$(err "SELECT * FROM heapprof_top(seconds => 1, pid => $pid, base => 'x')")" = "22023: seconds cannot be combined with stored, base or peak" ] ||
