@@ -30,7 +30,10 @@
 #            (grep -q, -l, -m; head; awk's exit; sed's q; cmp): the writer
 #            then dies of SIGPIPE when its output is larger than the pipe's
 #            buffer, and the pipeline fails by timing (CI's t_formats failed
-#            on 4 kB of --help). grep PATTERN >/dev/null, sed -n 1p instead.
+#            on 4 kB of --help). grep PATTERN >/dev/null (GNU grep reads its
+#            input to the end before it exits), sed -n 1p instead. Whole
+#            files are read: comment lines and here-documents are skipped,
+#            a pipe at the end of a line and |& are followed.
 # Each rule prints file:line and what is wrong.
 set -uo pipefail
 cd "$HP_TOP" || exit 1
@@ -137,16 +140,26 @@ exit $fail;
 
 # (not this file: the rule names the readers it refuses)
 scripts=$(for f in tests/* tests/*/* bench/* .ci/*; do
-	[ -f "$f" ] && [ "$f" != tests/t_discipline.sh ] && sed -n 1p "$f" | grep -E '^#!.*\b(ba)?sh\b' >/dev/null && echo "$f"; done)
+	[ -f "$f" ] && [ "$f" != tests/t_discipline.sh ] || continue
+	case $f in *.sh) echo "$f" ;; *) sed -n 1p "$f" | grep -E '^#!.*\b(ba)?sh\b' >/dev/null && echo "$f" ;; esac
+done)
 [ -n "$scripts" ] || { echo "no shell scripts found"; exit 1; }
-perl -ne '
+perl -0777 -ne '
 	BEGIN { $fail = 0; $n = 0 }
-	$n++ if $. == 1;
-	next if /^\s*#/;
-	if (/\|\s*(grep\s+-[a-zA-Z]*[qlLm]|head\b|cmp\b|awk\b[^|]*\bexit\b|sed\s+(-n\s+)?\x27?[0-9]*q)/) {
-		print "$ARGV:$.: [pipe] a pipeline into \"$1\", which can stop reading early: its writer then fails with SIGPIPE under pipefail\n";
+	$n++;
+	my $s = $_;
+	$s =~ s/^[ \t]*#[^\n]*//mg;	# comment lines (their newline stays: line numbers hold)
+	$s =~ s{((?<!<)<<(?!<)-?[ \t]*([\x27"]?)([A-Za-z_]\w*)\2[^\n]*\n)(.*?\n)([ \t]*\3\n)}{$1 . ("\n" x ($4 =~ tr/\n//)) . $5}gse;	# here-documents
+	while ($s =~ m~(?<![|])\|&?(?:\s|\\\n)*(?:\w+=\S*\s+)*(?:command\s+|env\s+)?(
+		  [ef]?grep\b(?:(?![ \t]--[ \t])[^|;&)\n])*?[ \t](?:-[a-zA-Z]*[qlLm]|--(?:quiet|silent|max-count|files-with))
+		| head\b(?!-) | cmp\b | (?:\{\s*)?read\b
+		| sed\b[^|;&\n]*?[\s\x27";\x7b\x7d\/\$\d][qQ](?:[ \t]*\d+)?[ \t]*(?:[;\x7d\x27"]|\s)
+		| awk\b[^\x27|;&\n]*\x27(?:(?!\bEND\b)[^\x27])*?\bexit\b
+		)~gx) {
+		my ($what, $line) = ($1, 1 + (substr($s, 0, $-[0]) =~ tr/\n//));
+		$what =~ s/\s+/ /g;
+		print "$ARGV:$line: [pipe] a pipeline into \"" . substr($what, 0, 40) . "\", which can stop reading early: its writer then fails with SIGPIPE under pipefail\n";
 		$fail = 1;
 	}
-	close ARGV if eof;
 	END { print "discipline: $n shell scripts follow the pipe rule\n" unless $fail; exit $fail }
 ' $scripts
