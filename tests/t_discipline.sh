@@ -38,7 +38,7 @@
 set -uo pipefail
 cd "$HP_TOP" || exit 1
 
-perl -e '
+src_rules=$(perl -e '
 use strict;
 use warnings;
 my $fail = 0;
@@ -134,9 +134,9 @@ for my $f (@ARGV) {
 		}
 	}
 }
-print "discipline: " . scalar(@ARGV) . " files of src/ follow the catch, flush, return, table, errno and sqlstate rules\n" unless $fail;
+print scalar(@ARGV) . " files of src/ follow the catch, flush, return, table, errno and sqlstate rules" unless $fail;
 exit $fail;
-' $(find src -name '*.c' -o -name '*.h' | sort) || exit 1
+' $(find src -name '*.c' -o -name '*.h' | sort)) || { printf '%s\n' "$src_rules"; exit 1; }
 
 # (not this file: the rule names the readers it refuses)
 scripts=$(for f in tests/* tests/*/* bench/* .ci/*; do
@@ -144,7 +144,7 @@ scripts=$(for f in tests/* tests/*/* bench/* .ci/*; do
 	case $f in *.sh) echo "$f" ;; *) sed -n 1p "$f" | grep -E '^#!.*\b(ba)?sh\b' >/dev/null && echo "$f" ;; esac
 done)
 [ -n "$scripts" ] || { echo "no shell scripts found"; exit 1; }
-perl -0777 -ne '
+src_rules=$src_rules perl -0777 -ne '
 	BEGIN { $fail = 0; $n = 0 }
 	$n++;
 	my $s = $_;
@@ -161,5 +161,5 @@ perl -0777 -ne '
 		print "$ARGV:$line: [pipe] a pipeline into \"" . substr($what, 0, 40) . "\", which can stop reading early: its writer then fails with SIGPIPE under pipefail\n";
 		$fail = 1;
 	}
-	END { print "discipline: $n shell scripts follow the pipe rule\n" unless $fail; exit $fail }
+	END { print "discipline: $ENV{src_rules}; $n shell scripts follow the pipe rule\n" unless $fail; exit $fail }
 ' $scripts
