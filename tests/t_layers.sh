@@ -19,21 +19,24 @@ undefined() { nm -u "$1" | awk '{print $2}'; }
 
 # edges "a b" among the objects of DIR's sources: a.o uses a symbol that
 # b.o defines; every source's object must be built from it (a missing or
-# stale one would hide edges; an object without a source invent them)
+# stale one would hide edges; an object without a source invent them), and
+# no edge at all means nothing was read
 object_edges() {
-	local objs=() c
+	local objs=() c edges=""
 	for c in "$1"/*.c; do
-		[ "${c%.c}.o" -nt "$c" ] || { echo "${c%.c}.o is missing or older than $c: build first" >&2; exit 1; }
+		[ "${c%.c}.o" -nt "$c" ] || { echo "${c%.c}.o is missing or older than $c: build first" >&2; return 1; }
 		objs+=("${c%.c}.o")
 	done
-	for a in "${objs[@]}"; do
+	edges=$(for a in "${objs[@]}"; do
 		for b in "${objs[@]}"; do
 			[ "$a" = "$b" ] && continue
 			if comm -12 <(undefined "$a" | sort -u) <(defined "$b" | sort -u) | grep . >/dev/null; then
 				echo "$(basename "$a" .o) $(basename "$b" .o)"
 			fi
 		done
-	done
+	done)
+	[ -n "$edges" ] || { echo "no dependencies found among $1 objects: not built?" >&2; return 1; }
+	printf '%s\n' "$edges"
 }
 # no cycle among DIR's files (tsort reports one on stderr)
 acyclic() {
@@ -44,8 +47,7 @@ acyclic() {
 		fail=1
 	fi
 }
-edges=$(object_edges src/pg)
-[ -n "$edges" ] || { echo "no dependencies found among src/pg objects: not built?"; exit 1; }
+edges=$(object_edges src/pg) || exit 1
 # ... and by the headers each file and its header include
 edges="$edges
 $(for f in src/pg/*.c src/pg/*.h; do
@@ -77,8 +79,7 @@ fi
 acyclic src/pg "$edges"
 # the engine and the clients, by their objects, have none either
 for dir in src/engine src/cli; do
-	e=$(object_edges "$dir")
-	[ -n "$e" ] || { echo "no dependencies found among $dir objects: not built?"; exit 1; }
+	e=$(object_edges "$dir") || exit 1
 	acyclic "$dir" "$e"
 done
 

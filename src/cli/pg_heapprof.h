@@ -8,9 +8,9 @@
  * then the main thread prints and writes what they brought back (output.c;
  * merge.c sums stacks for --merge; cli_engine.c renders --client-symbols
  * with the engine, as heapprof-report does; write.c knows the formats and
- * puts a report's bytes in a file, through Graphviz for svg).  One server is a fleet of one, so each operation exists
- * once.  common.c, which every stage uses, uses none of them: the stages
- * form no circle.
+ * puts a report's bytes in a file, through Graphviz for svg).  One server
+ * is a fleet of one, so each operation exists once.  common.c, which every
+ * stage uses, uses none of them: the stages form no circle.
  */
 #ifndef HEAPPROF_PG_HEAPPROF_H
 #define HEAPPROF_PG_HEAPPROF_H

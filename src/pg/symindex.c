@@ -99,12 +99,20 @@ index_path(char *path, const uint8_t *id, size_t idlen)
 	return true;
 }
 
+/* Is the file at path (not following a link) the one st describes? */
+static bool
+is_at(const char *path, const struct stat *st)
+{
+	struct stat ls;
+
+	return lstat(path, &ls) == 0 && ls.st_dev == st->st_dev && ls.st_ino == st->st_ino;
+}
+
 /* Let others build or map the index this backend was building. */
 static void
 build_release(void)
 {
 	struct stat st;
-	struct stat ls;
 
 	if (building_fd < 0)
 		return;
@@ -113,8 +121,7 @@ build_release(void)
 	 * under it (lock_try) -- if it is still this lock's file: the folder may
 	 * have been removed and the name taken by another's lock meanwhile.
 	 */
-	if (fstat(building_fd, &st) == 0 && lstat(building_path, &ls) == 0 &&
-		st.st_dev == ls.st_dev && st.st_ino == ls.st_ino)
+	if (fstat(building_fd, &st) == 0 && is_at(building_path, &st))
 		(void) unlink(building_path);
 	close(building_fd);
 	building_fd = -1;
@@ -160,7 +167,7 @@ lock_try(const char *path)
 			return busy ? 0 : -1;
 		}
 		/* still the file at path, not one its last holder removed meanwhile? */
-		if (lstat(path, &ls) == 0 && ls.st_dev == st.st_dev && ls.st_ino == st.st_ino)
+		if (is_at(path, &st))
 		{
 			building_fd = fd;
 			strlcpy(building_path, path, sizeof(building_path));
