@@ -118,10 +118,16 @@ env_free(void *ctx, void *ptr)
 
 static void env_error(void *ctx, hp_status code, const char *message);
 
+bool
+hpg_report_budget_fits(int64 bytes)
+{
+	return report_memory_limit_kb <= 0 || bytes <= (int64) report_memory_limit_kb * 1024;
+}
+
 void
 hpg_report_budget_check(int64 bytes, const char *what)
 {
-	if (report_memory_limit_kb > 0 && bytes > (int64) report_memory_limit_kb * 1024)
+	if (!hpg_report_budget_fits(bytes))
 		env_error(NULL, HP_EBUDGET,
 				  psprintf("%s would hold " INT64_FORMAT " bytes before the analysis starts", what, bytes));
 }

@@ -29,6 +29,8 @@ extern void hpg_analysis_end(hp_result *r);
  * would hold bytes (what: a stored profile, ...) before it starts: checked
  * before a file is read, not after.
  */
+/* Does a report that holds bytes fit heapprof.report_memory_limit? */
+extern bool hpg_report_budget_fits(int64 bytes);
 extern void hpg_report_budget_check(int64 bytes, const char *what);
 /*
  * The same as an hpg_read_file_checked check: out is the StringInfo the file

@@ -154,17 +154,23 @@ sampled_anything(const char *text, size_t len)
 
 /*
  * Leave HPG_EXIT_DIR/NAME.heap: the metadata and identity lines, then the
- * dump in the file at raw -- unless it sampled nothing.  A failure leaves
- * nothing behind.
+ * dump in the file at raw -- unless it sampled nothing, or it does not fit
+ * in the owner's share of the folder (older dumps of the owner's make room,
+ * never another role's).  A failure leaves nothing behind.
  */
 static void
-leave(const char *name, const char *head, size_t hlen, const char *ids, size_t idlen, const char *raw)
+leave(const char *name, const char *head, size_t hlen, const char *ids, size_t idlen, const char *raw,
+	  const hpg_quota *q, Oid owner)
 {
+	/* a raw dump in the folder is a draft of this process's: counted already */
+	bool		counted = strncmp(raw, HPG_EXIT_DIR "/", strlen(HPG_EXIT_DIR "/")) == 0;
 	size_t		len = 0;
 	char	   *text = slurp(raw, &len);
 	hpg_draft	d;
 
 	if (text != NULL && sampled_anything(text, len) &&
+		hpg_store_room(HPG_EXIT_DIR, q, owner, hpg_store_login_super(), counted ? 0 : 1,
+					   (int64) (hlen + idlen + (counted ? 0 : len)), true, NULL) == 0 &&
 		hpg_draft_open(&d, HPG_EXIT_DIR) == 0 && hpg_draft_write(&d, head, hlen) == 0 &&
 		hpg_draft_write(&d, ids, idlen) == 0 && hpg_draft_write(&d, text, len) == 0)
 		(void) hpg_draft_publish(&d, name, false);
@@ -189,6 +195,7 @@ exit_dump(int code, Datum arg)
 	char		name[HPG_MAX_NAME + 1];
 	char		path[MAXPGPATH];
 	hpg_draft	raw;
+	hpg_quota	q = {max_dumps, (int64) max_dump_bytes_kb * 1024};
 	char		head[256];
 	size_t		hlen;
 	hp_meta		m = {HP_FORMAT_VERSION, MyProcPid};
@@ -211,8 +218,9 @@ exit_dump(int code, Datum arg)
 	hpg_store_time_name(name, sizeof(name), type);
 	if (hpg_store_dir_ready(HPG_EXIT_DIR) != 0)
 		return;
-	hpg_store_prune(HPG_EXIT_DIR, max_dumps, (int64) max_dump_bytes_kb * 1024);	/* room first, also when the disk is full */
 	m.owner = GetAuthenticatedUserId();
+	/* room first, for the dump jemalloc writes (also when the disk is full) */
+	(void) hpg_store_room(HPG_EXIT_DIR, &q, m.owner, hpg_store_login_super(), 1, 0, true, NULL);
 	m.taken_at = GetCurrentTimestamp();
 	strlcpy(m.backend_type, GetBackendTypeDesc(MyBackendType), sizeof(m.backend_type));
 	hlen = hp_format_meta(head, sizeof(head), &m);
@@ -220,7 +228,8 @@ exit_dump(int code, Datum arg)
 	if (keep_dump && hpg_draft_open(&raw, HPG_EXIT_DIR) == 0 && hpg_draft_close(&raw) == 0)
 	{
 		if (hpj_dump(raw.path) == 0)
-			leave(name, head, hlen, identity, hpg_identity_text(identity, sizeof(identity), true), raw.path);
+			leave(name, head, hlen, identity, hpg_identity_text(identity, sizeof(identity), true), raw.path,
+				  &q, m.owner);
 		hpg_draft_discard(&raw);
 	}
 	if (keep_peak)
@@ -230,9 +239,9 @@ exit_dump(int code, Datum arg)
 		/* the peak file holds its identity lines already */
 		hpg_peak_path(path, sizeof(path), MyProcPid);
 		snprintf(peak_name, sizeof(peak_name), "%s-peak", name);
-		leave(peak_name, head, hlen, "", 0, path);
+		leave(peak_name, head, hlen, "", 0, path, &q, m.owner);
 	}
-	hpg_store_prune(HPG_EXIT_DIR, max_dumps, (int64) max_dump_bytes_kb * 1024);
+	(void) hpg_store_room(HPG_EXIT_DIR, &q, m.owner, hpg_store_login_super(), 0, 0, true, NULL);
 }
 
 void

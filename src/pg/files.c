@@ -21,20 +21,15 @@
 #include "files.h"
 
 /*
- * Read path into out; returns the file, still open (a transient file: an
- * error closes it), or -1 if missing (and missing_ok) or, below ERROR,
- * unusable.  st: what fstat said of it.  check, if given, sees the opened
- * file's first bytes and size before anything more is read, and then
- * exactly that size must be read: what it judged is what is read.
+ * Open the profile file at path: the file (a transient file: an error closes
+ * it), or -1 if missing (and missing_ok) or, below ERROR, unusable.  st:
+ * what fstat said of it.
  */
 static int
-read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct stat *st,
-		  hpg_read_check check, void *arg)
+open_profile(const char *path, bool missing_ok, int elevel, struct stat *st)
 {
 	int			fd = OpenTransientFile(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | PG_BINARY);
 	const char *why = NULL;
-	int			start = out->len;
-	int64		limit = HPG_MAX_FILE_BYTES;
 
 	if (fd < 0 && errno == ENOENT && missing_ok)
 		return -1;
@@ -76,12 +71,39 @@ read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct 
 				 errhint("Report on it off the server: copy the file and run heapprof-report on it.")));
 		return -1;
 	}
+	return fd;
+}
+
+/* The file's first bytes, at most HPG_READ_HEAD; their number (0 on a failed read). */
+static int
+read_head(int fd, char *head)
+{
+	ssize_t		n = pread(fd, head, HPG_READ_HEAD, 0);
+
+	return n < 0 ? 0 : (int) n;
+}
+
+/*
+ * Read path into out; returns the file, still open, or -1 as open_profile
+ * does.  check, if given, sees the opened file's first bytes and size
+ * before anything more is read, and then exactly that size must be read:
+ * what it judged is what is read.
+ */
+static int
+read_file(const char *path, StringInfo out, bool missing_ok, int elevel, struct stat *st,
+		  hpg_read_check check, void *arg)
+{
+	int			fd = open_profile(path, missing_ok, elevel, st);
+	int			start = out->len;
+	int64		limit = HPG_MAX_FILE_BYTES;
+
+	if (fd < 0)
+		return -1;
 	if (check)
 	{
 		char		head[HPG_READ_HEAD];
-		ssize_t		n = pread(fd, head, sizeof(head), 0);
 
-		check(head, n < 0 ? 0 : (int) n, (int64) st->st_size, arg);
+		check(head, read_head(fd, head), (int64) st->st_size, arg);
 		limit = (int64) st->st_size;
 	}
 	for (;;)
@@ -136,9 +158,12 @@ read_and_close(const char *path, StringInfo out, bool missing_ok, int elevel,
 }
 
 int
-hpg_read_file_open(const char *path, StringInfo out, struct stat *st)
+hpg_read_head(const char *path, char *head, int *len, struct stat *st, int elevel)
 {
-	return read_file(path, out, true, ERROR, st, NULL, NULL);
+	int			fd = open_profile(path, true, elevel, st);
+
+	*len = fd < 0 ? 0 : read_head(fd, head);
+	return fd;
 }
 
 bool
@@ -151,12 +176,6 @@ bool
 hpg_read_file(const char *path, StringInfo out, bool missing_ok)
 {
 	return read_and_close(path, out, missing_ok, ERROR, NULL, NULL);
-}
-
-bool
-hpg_read_file_or_warn(const char *path, StringInfo out)
-{
-	return read_and_close(path, out, true, WARNING, NULL, NULL);
 }
 
 bool

@@ -17,14 +17,18 @@
  */
 extern bool hpg_read_file(const char *path, StringInfo out, bool missing_ok);
 
+#define HPG_READ_HEAD 1024
+
 /*
- * The same (missing_ok), but the file stays open: its descriptor (a
- * transient file, closed by an error), -1 if missing; st as fstat says.
- * Whoever must act on the very file that was read keeps it open: its inode
- * cannot be reused meanwhile.
+ * A profile file's first bytes alone (at most HPG_READ_HEAD: the owner line
+ * fits), judged as hpg_read_file judges a file (below ERROR, elevel: -1
+ * with that message): its descriptor, still open (a transient file, closed
+ * by an error), or -1 if missing; st as fstat says.  Whoever must act on
+ * the very file that was judged keeps it open: its inode cannot be reused
+ * meanwhile.
  */
 struct stat;
-extern int	hpg_read_file_open(const char *path, StringInfo out, struct stat *st);
+extern int	hpg_read_head(const char *path, char *head, int *len, struct stat *st, int elevel);
 
 /*
  * hpg_read_file, but check (if not NULL) is first given the opened file's
@@ -33,13 +37,10 @@ extern int	hpg_read_file_open(const char *path, StringInfo out, struct stat *st)
  * size must be read, so a file changed in place after the check is an
  * ERROR, never read past or short of what check judged.
  */
-#define HPG_READ_HEAD 1024
 typedef void (*hpg_read_check) (const char *head, int len, int64 size, void *arg);
 extern bool hpg_read_file_checked(const char *path, StringInfo out, bool missing_ok,
 								  hpg_read_check check, void *arg);
 
-/* The same for listings: false, with a WARNING, for anything unusable; silent if missing. */
-extern bool hpg_read_file_or_warn(const char *path, StringInfo out);
 
 /* Plain C (errno, never an error), so that a target process and process exit can use them. */
 extern bool hpg_write_all(int fd, const char *buf, size_t len);

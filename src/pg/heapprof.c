@@ -81,6 +81,7 @@ _PG_init(void)
 	hpg_statements_init();
 	hpg_peak_init();
 	hpg_labels_init();
+	hpg_store_gucs();
 	DefineCustomBoolVariable("heapprof.enable_at_start",
 							 "Client backends start with heap profiling active.",
 							 "For exit dumps of every session. Needs shared_preload_libraries = 'heapprof'.",

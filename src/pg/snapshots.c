@@ -85,11 +85,19 @@ session_limit(const char *head, int len, int64 size, void *prof)
 	check_limits(count + 1, held + mine, (int) mine, "This session holds");
 }
 
-/* hpg_store_put's limit: what the folder holds, this snapshot's draft included */
+/* hpg_store_put's refusal: no room in the role's share, this snapshot's draft counted; superusers pass */
 static void
-disk_limit(int64 count, int64 bytes, void *arg)
+disk_refused(const hpg_usage *u, void *arg)
 {
-	check_limits(count, bytes, *(int *) arg, "The persisted snapshots hold");
+	if (superuser())
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("too many heap profile snapshots"),
+			 errdetail("Your role's persisted snapshots hold " INT64_FORMAT " of its share of " INT64_FORMAT " snapshot(s) and " INT64_FORMAT " of " INT64_FORMAT " bytes, this one included (%d bytes); all roles' hold " INT64_FORMAT " of heapprof.max_snapshots %d and " INT64_FORMAT " bytes of heapprof.max_snapshot_bytes %d kB; a role's share is heapprof.role_share %d%%, and the last tenth is kept for superusers.",
+					   u->own_count, u->share_count, u->own_bytes, u->share_bytes, *(int *) arg,
+					   u->count, max_snapshots, u->bytes, max_snapshot_bytes_kb, hpg_role_share),
+			 errhint("Drop snapshots with heapprof_drop_snapshot(), or ask a superuser to raise the limits.")));
 }
 
 /* heapprof_snapshot(name, persist, pid): returns the profile's total bytes */
@@ -102,6 +110,9 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	int64		bytes;
 	int64		stacks;
 	hpg_proc	proc;
+	Oid			owner;
+	bool		on_disk;
+	hpg_quota	q = {max_snapshots, (int64) max_snapshot_bytes_kb * 1024};
 	MemoryContext cxt;
 	MemoryContext old;
 
@@ -114,12 +125,23 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	persist = PG_GETARG_BOOL(1);
 	proc = hpg_proc_of(PG_ARGISNULL(2), PG_GETARG_INT32(2));
 	hpg_check_name(name);
-	/* early answers; the name is taken atomically when the file is written */
-	if (hpg_stored_in_session(name) || (persist && hpg_store_exists(HPG_SNAPSHOT_DIR, name)))
+	/*
+	 * Early answers; the name is taken atomically when the file is written.
+	 * A name means one thing: a session snapshot may share its name only
+	 * with a persisted one of the same role.
+	 */
+	on_disk = hpg_store_owner(HPG_SNAPSHOT_DIR, name, &owner);
+	if (hpg_stored_in_session(name) || (on_disk && persist))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("heap profile snapshot \"%s\" already exists", name),
 				 errhint("Drop it with heapprof_drop_snapshot('%s') or choose another name.", name)));
+	if (on_disk && owner != GetUserId())
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("heap profile snapshot \"%s\" already exists", name),
+				 errdetail("Another role persisted a snapshot of that name."),
+				 errhint("Choose another name.")));
 	if (hpg_stored_taken(name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -134,8 +156,8 @@ heapprof_snapshot(PG_FUNCTION_ARGS)
 	hpg_append_meta(&prof, proc.pid, GetUserId(), hpg_proc_type(proc));
 	hpg_proc_dump(proc, &prof, true, session_limit, &prof);
 	if (persist)
-		hpg_store_put(HPG_SNAPSHOT_DIR, name, prof.data, prof.len, disk_limit, &prof.len);
-	hpg_stored_keep(name, prof.data, prof.len);
+		hpg_store_put(HPG_SNAPSHOT_DIR, name, prof.data, prof.len, &q, disk_refused, &prof.len);
+	hpg_stored_keep(name, prof.data, prof.len, persist);
 	hpg_summarize(prof.data, prof.len, &bytes, &stacks);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
@@ -157,6 +179,7 @@ heapprof_drop_snapshot(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	bool		found;
+	Oid			owner;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -165,7 +188,9 @@ heapprof_drop_snapshot(PG_FUNCTION_ARGS)
 				 errhint("heapprof_snapshots() lists the snapshots you can drop.")));
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	hpg_check_name(name);
-	found = hpg_store_drop(HPG_SNAPSHOT_DIR, name);
+	/* the session's copy of a name: only the file its own role persisted goes with it */
+	found = hpg_store_drop(HPG_SNAPSHOT_DIR, name,
+						   hpg_stored_session_owner(name, &owner) ? owner : InvalidOid);
 	/* dropping the file proved the right to forget the session's copy */
 	if (hpg_stored_forget(name, found))
 		found = true;

@@ -183,6 +183,10 @@ static void
 keep(const char *text, size_t len)
 {
 	int64		max_bytes = (int64) max_capture_bytes_kb * 1024;
+	hpg_quota	q = {max_captures, max_bytes};
+	Oid			owner = GetAuthenticatedUserId();
+	bool		super = hpg_store_login_super();
+	hpg_usage	u;
 	char		name[HPG_MAX_NAME + 1];
 	hpg_draft	d;
 	int			rc;
@@ -204,14 +208,24 @@ keep(const char *text, size_t len)
 		capture_failed(rc, HPG_CAPTURE_DIR);
 		return;
 	}
-	hpg_store_prune(HPG_CAPTURE_DIR, max_captures - 1, max_bytes - (int64) len);
+	/* room in this role's share, made only of its own older captures */
+	if (hpg_store_room(HPG_CAPTURE_DIR, &q, owner, super, 1, (int64) len, true, &u) != 0)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("heapprof did not keep the statement's capture: no room in the role's share of the captures"),
+				 errdetail("The role holds " INT64_FORMAT " capture(s) of " INT64_FORMAT " bytes of its share of " INT64_FORMAT " and " INT64_FORMAT " bytes; the folder holds " INT64_FORMAT " of " INT64_FORMAT " bytes; this one has %zu bytes.",
+						   u.own_count, u.own_bytes, u.share_count, u.share_bytes, u.count, u.bytes, len),
+				 errhint("Other roles' captures are never removed to make room: drop old ones, or ask a superuser to raise heapprof.max_captures, heapprof.max_capture_bytes or heapprof.role_share.")));
+		return;
+	}
 	hpg_store_time_name(name, sizeof(name), "statement");
 	if ((rc = hpg_draft_open(&d, HPG_CAPTURE_DIR)) != 0 ||
 		(rc = hpg_draft_write(&d, text, len)) != 0 ||
 		(rc = hpg_draft_publish(&d, name, false)) != 0)
 		capture_failed(rc, HPG_CAPTURE_DIR);
-	/* again: captures other sessions published meanwhile count too */
-	hpg_store_prune(HPG_CAPTURE_DIR, max_captures, max_bytes);
+	/* again: this role's captures other sessions published meanwhile count too */
+	(void) hpg_store_room(HPG_CAPTURE_DIR, &q, owner, super, 0, 0, true, NULL);
 }
 
 /*
@@ -331,6 +345,7 @@ executor_start(QueryDesc *queryDesc, int eflags)
 	 */
 	bool		watch = queryDesc->sourceText == debug_query_string && begin();
 
+	hpg_store_learn_login();
 	if (prev_executor_start)
 		prev_executor_start(queryDesc, eflags);
 	else
@@ -436,20 +451,21 @@ hpg_statements_init(void)
 
 /* One row of heapprof_captures() (stored.c hands over only readable ones). */
 static void
-capture_row(const char *name, const char *text, int len, void *arg)
+capture_row(const char *name, const char *text, int len, bool whole, int64 size, void *arg)
 {
 	ReturnSetInfo *rsinfo = arg;
 	hp_meta		m;
 	hp_capture *c = palloc(sizeof(hp_capture));
 	Datum		values[10];
 	bool		nulls[10] = {0};
-	int64		bytes;
-	int64		stacks;
+	int64		bytes = -1;
+	int64		stacks = -1;
 	char	   *owner;
 
 	if (!hp_read_meta(text, len, &m) || !hp_read_capture(text, len, c))
 		return;
-	hpg_summarize(text, len, &bytes, &stacks);
+	if (whole)
+		hpg_summarize(text, len, &bytes, &stacks);
 	owner = GetUserNameFromId(m.owner, true);
 	values[0] = CStringGetTextDatum(name);
 	values[1] = Int32GetDatum(m.pid);

@@ -37,11 +37,13 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "access/xact.h"
 #include "common/file_perm.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -49,6 +51,7 @@
 #include "storage/ipc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -60,6 +63,8 @@ static const char *const store_dirs[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_PEA
 
 static shmem_startup_hook_type prev_shmem_startup_hook;
 static uint32 draft_seq;		/* the N of this process's next draft, tmp.PID.N */
+
+static DIR *open_store_dir(const char *dir);
 
 void
 hpg_check_name(const char *name)
@@ -240,24 +245,47 @@ move_aside(const char *path, const char *dir, char *aside)
 }
 
 bool
-hpg_store_drop(const char *dir, const char *name)
+hpg_store_owner(const char *dir, const char *name, Oid *owner)
+{
+	char		path[MAXPGPATH];
+	char		head[HPG_READ_HEAD];
+	struct stat st;
+	hp_meta		m;
+	int			len;
+	int			fd;
+
+	hpg_store_path(path, dir, name);
+	if ((fd = hpg_read_head(path, head, &len, &st, ERROR)) < 0)
+		return false;
+	CloseTransientFile(fd);
+	*owner = hp_read_meta(head, (size_t) len, &m) ? m.owner : InvalidOid;
+	return true;
+}
+
+bool
+hpg_store_drop(const char *dir, const char *name, Oid owner)
 {
 	char		path[MAXPGPATH];
 	char		aside[MAXPGPATH];
+	char		head[HPG_READ_HEAD];
 	struct stat read_st;
 	struct stat moved_st;
-	StringInfoData prof;
+	hp_meta		m;
+	int			len;
 	int			fd;
 	int			rc;
 
 	hpg_store_path(path, dir, name);
-	initStringInfo(&prof);
 	/* kept open until the end: its inode cannot go to another file meanwhile */
-	if ((fd = hpg_read_file_open(path, &prof, &read_st)) < 0)
+	if ((fd = hpg_read_head(path, head, &len, &read_st, ERROR)) < 0)
 		return false;
-	if (!hpg_can_read(prof.data, prof.len))
+	if (OidIsValid(owner) && (!hp_read_meta(head, (size_t) len, &m) || m.owner != owner))
+	{
+		CloseTransientFile(fd);
+		return false;
+	}
+	if (!hpg_can_read(head, len))
 		hpg_deny(name, "drop");
-	pfree(prof.data);
 	if ((rc = move_aside(path, dir, aside)) != 0)
 	{
 		CloseTransientFile(fd);
@@ -298,7 +326,7 @@ hpg_store_drop(const char *dir, const char *name)
 
 void
 hpg_store_put(const char *dir, const char *name, const char *text, size_t len,
-			  void (*limit) (int64 count, int64 bytes, void *arg), void *arg)
+			  const hpg_quota *q, void (*refused) (const hpg_usage *u, void *arg), void *arg)
 {
 	hpg_draft	d;
 	int			rc;
@@ -309,14 +337,10 @@ hpg_store_put(const char *dir, const char *name, const char *text, size_t len,
 	/* d is not changed before the last call that can throw */
 	PG_TRY();
 	{
-		if (limit)
-		{
-			int64		count;
-			int64		bytes;
+		hpg_usage	u;
 
-			hpg_store_usage(dir, &count, &bytes);
-			limit(count, bytes, arg);
-		}
+		if (hpg_store_room(dir, q, GetUserId(), superuser(), 0, 0, false, &u) != 0)
+			refused(&u, arg);
 	}
 	PG_CATCH();
 	{
@@ -336,27 +360,24 @@ hpg_store_put(const char *dir, const char *name, const char *text, size_t len,
 void
 hpg_store_usage(const char *dir, int64 *count, int64 *bytes)
 {
-	DIR		   *d;
+	DIR		   *d = open_store_dir(dir);
 	struct dirent *de;
 
 	*count = *bytes = 0;
-	hpg_store_prune(dir, INT_MAX, PG_INT64_MAX);	/* drafts of writers that are gone */
-	if ((d = AllocateDir(dir)) == NULL && errno == ENOENT)
+	if (d == NULL)
 		return;
-	while ((de = ReadDir(d, dir)) != NULL)
+	while ((de = readdir(d)) != NULL)
 	{
-		char		path[MAXPGPATH];
 		struct stat st;
 
-		CHECK_FOR_INTERRUPTS();
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (de->d_name[0] != '.' && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+		if (de->d_name[0] != '.' && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			!S_ISDIR(st.st_mode))
 		{
 			(*count)++;
 			*bytes += st.st_size;
 		}
 	}
-	FreeDir(d);
+	closedir(d);
 }
 
 /* ---- plain C: drafts and publication, also at process exit and in a target ---- */
@@ -593,38 +614,98 @@ writer_gone(int pid)
 	return pid != MyProcPid && kill(pid, 0) != 0 && errno == ESRCH;
 }
 
+/*
+ * A lock file, NAME.lock, that nobody holds (its holder died: the kernel let
+ * go of the flock): removed while held, as its holders remove it, and only
+ * if it is still the file at path.
+ */
+static void
+remove_stale_lock(const char *path)
+{
+	int			fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | PG_BINARY);
+	struct stat st;
+	struct stat ls;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+		lstat(path, &ls) == 0 && ls.st_dev == st.st_dev && ls.st_ino == st.st_ino)
+		(void) unlink(path);
+	close(fd);
+}
+
+static bool
+is_lock(const char *fname)
+{
+	size_t		n = strlen(fname);
+
+	return n > strlen(HPG_SUFFIX ".lock") && strcmp(fname + n - strlen(".lock"), ".lock") == 0;
+}
+
+/* The owner named by the first line of the profile file at path; InvalidOid if none. */
+static Oid
+file_owner(const char *path)
+{
+	char		head[HPG_READ_HEAD];
+	int			fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | PG_BINARY);
+	struct stat st;
+	ssize_t		n = -1;
+	hp_meta		m;
+
+	if (fd < 0)
+		return InvalidOid;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		n = pread(fd, head, sizeof(head), 0);
+	close(fd);
+	return n > 0 && hp_read_meta(head, (size_t) n, &m) ? m.owner : InvalidOid;
+}
+
 typedef struct store_file
 {
 	char		name[NAME_MAX + 1];
+	struct timespec mtime;
 	off_t		size;
-	bool		draft;
+	bool		own;			/* counts in the owner's share */
+	bool		removable;		/* a profile file of the owner's, which may make room */
 } store_file;
 
+/* Oldest first: by the time the file was written, then by name (names start with the time). */
 static int
 store_file_cmp(const void *a, const void *b)
 {
-	return strcmp(((const store_file *) a)->name, ((const store_file *) b)->name);
+	const store_file *x = a;
+	const store_file *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+	return strcmp(x->name, y->name);
 }
 
-void
-hpg_store_prune(const char *dir, int max_count, int64 max_bytes)
+/*
+ * Every file of dir into *files (malloc'ed; NULL and 0 if the folder cannot
+ * be read), after removing drafts of writers that are gone and lock files
+ * nobody holds; each file's owner read from its first line.
+ */
+static size_t
+scan_store(const char *dir, Oid owner, store_file **files)
 {
 	DIR		   *d = open_store_dir(dir);
 	struct dirent *de;
-	store_file *files = NULL;
 	size_t		n = 0;
 	size_t		cap = 0;
-	int64		count = 0;
-	int64		total = 0;
 
+	*files = NULL;
 	if (d == NULL)
-		return;
+		return 0;
 	while ((de = readdir(d)) != NULL)
 	{
 		size_t		len = strlen(de->d_name);
 		int			writer = draft_writer(de->d_name);
 		char		path[MAXPGPATH];
 		struct stat st;
+		bool		profile;
 
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (writer != 0 && writer_gone(writer))
@@ -632,45 +713,126 @@ hpg_store_prune(const char *dir, int max_count, int64 max_bytes)
 			unlink(path);
 			continue;
 		}
+		if (writer == 0 && is_lock(de->d_name))
+			remove_stale_lock(path);
 		if (de->d_name[0] == '.' || lstat(path, &st) != 0 || S_ISDIR(st.st_mode))
 			continue;
-		count++;
-		total += st.st_size;
 		if (n == cap)
 		{
 			size_t		ncap = cap ? cap * 2 : 64;
-			store_file *v = realloc(files, ncap * sizeof(*v));
+			store_file *v = realloc(*files, ncap * sizeof(*v));
 
 			if (v == NULL)
 				break;
-			files = v;
+			*files = v;
 			cap = ncap;
 		}
-		strlcpy(files[n].name, de->d_name, sizeof(files[n].name));
-		files[n].size = st.st_size;
 		/* only regular profile files are ever removed to make room */
-		files[n].draft = writer != 0 || !S_ISREG(st.st_mode) || len <= strlen(HPG_SUFFIX) ||
-			strcmp(de->d_name + len - strlen(HPG_SUFFIX), HPG_SUFFIX) != 0;
+		profile = writer == 0 && S_ISREG(st.st_mode) && len > strlen(HPG_SUFFIX) &&
+			strcmp(de->d_name + len - strlen(HPG_SUFFIX), HPG_SUFFIX) == 0;
+		strlcpy((*files)[n].name, de->d_name, sizeof((*files)[n].name));
+		(*files)[n].mtime = st.st_mtim;
+		(*files)[n].size = st.st_size;
+		(*files)[n].removable = profile && (owner == HPG_SHARED || file_owner(path) == owner);
+		(*files)[n].own = (*files)[n].removable || writer == MyProcPid;
 		n++;
 	}
 	closedir(d);
-	/* names start with the time: sorted, the oldest come first */
 	if (n > 1)
-		qsort(files, n, sizeof(*files), store_file_cmp);
-	for (size_t i = 0; i < n && (count > max_count || total > max_bytes); i++)
-	{
-		char		path[MAXPGPATH];
+		qsort(*files, n, sizeof(**files), store_file_cmp);
+	return n;
+}
 
-		if (files[i].draft)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
-		if (unlink(path) == 0 || errno == ENOENT)
+int			hpg_role_share = 50;
+
+/* Is the login role a superuser?  -1 until learnt in a transaction: process exit cannot ask. */
+static int	login_super = -1;
+
+void
+hpg_store_learn_login(void)
+{
+	if (login_super < 0 && IsTransactionState() && OidIsValid(GetAuthenticatedUserId()))
+		login_super = superuser_arg(GetAuthenticatedUserId());
+}
+
+bool
+hpg_store_login_super(void)
+{
+	return login_super > 0;
+}
+
+int
+hpg_store_room(const char *dir, const hpg_quota *q, Oid owner, bool super,
+			   int add_count, int64 add_bytes, bool prune, hpg_usage *u)
+{
+	store_file *files;
+	size_t		n = scan_store(dir, owner, &files);
+	bool		whole = super || owner == HPG_SHARED;
+	hpg_usage	use = {0};
+	int64		cap_count = q->max_count;
+	int64		cap_bytes = q->max_bytes;
+	bool		fits;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		use.count++;
+		use.bytes += files[i].size;
+		use.own_count += files[i].own;
+		use.own_bytes += files[i].own ? files[i].size : 0;
+	}
+	use.share_count = q->max_count;
+	use.share_bytes = q->max_bytes;
+	if (!whole)
+	{
+		/* a role's share; and all such roles leave superusers the last tenth */
+		use.share_count = Max(1, (int64) q->max_count * hpg_role_share / 100);
+		use.share_bytes = q->max_bytes / 100 * hpg_role_share;
+		if (q->max_count >= 2)
+			cap_count -= Max(1, q->max_count / 10);
+		cap_bytes -= q->max_bytes / 10;
+	}
+#define FITS(c, b) (use.count + (c) <= cap_count && use.bytes + (b) <= cap_bytes && \
+					use.own_count + (c) <= use.share_count && use.own_bytes + (b) <= use.share_bytes)
+	/* a file that cannot fit even alone costs no other */
+	fits = FITS(add_count, add_bytes);
+	if (!fits && prune && add_count <= Min(cap_count, use.share_count) &&
+		add_bytes <= Min(cap_bytes, use.share_bytes))
+	{
+		for (size_t i = 0; i < n && !fits; i++)
 		{
-			count--;
-			total -= files[i].size;
+			char		path[MAXPGPATH];
+
+			if (!files[i].removable)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
+			if (unlink(path) == 0 || errno == ENOENT)
+			{
+				use.count--;
+				use.bytes -= files[i].size;
+				use.own_count--;
+				use.own_bytes -= files[i].size;
+				fits = FITS(add_count, add_bytes);
+			}
 		}
 	}
+#undef FITS
 	free(files);
+	if (u)
+		*u = use;
+	return fits ? 0 : EDQUOT;
+}
+
+void
+hpg_store_gucs(void)
+{
+	DefineCustomIntVariable("heapprof.role_share",
+							"Most of each store's limits one role that is not superuser may hold, in percent.",
+							"Snapshots, exit dumps and captures: a role's files push out only its own; "
+							"such roles together never take the last tenth of a limit, which superusers keep.",
+							&hpg_role_share,
+							50, 1, 100,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
 }
 
 /* A peak's file, PID.heap, or one heapprof 1.0 left beside it (.ids, .new)? */
@@ -686,8 +848,8 @@ peak_file(const char *fname)
 
 /*
  * At server start and after a crash no writer is running: remove every
- * draft, and every peak (each belongs to a process of the last run).
- * Nothing else, and never through a link.
+ * draft and lock file, and every peak (each belongs to a process of the
+ * last run).  Nothing else, and never through a link.
  */
 static void
 sweep_store(void)
@@ -704,7 +866,8 @@ sweep_store(void)
 		{
 			char		path[MAXPGPATH];
 
-			if (draft_writer(de->d_name) == 0 && !(peaks && peak_file(de->d_name)))
+			if (draft_writer(de->d_name) == 0 && !is_lock(de->d_name) &&
+				!(peaks && peak_file(de->d_name)))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", store_dirs[i], de->d_name);
 			unlink(path);

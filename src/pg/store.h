@@ -17,6 +17,36 @@
 /* Drafts are DIR/tmp.PID.N: never a profile name (no suffix), swept by pid. */
 #define HPG_DRAFT_PREFIX "tmp."
 
+/*
+ * A folder's limits, and each role's share of them.  One role's files push
+ * out only that role's own; a role that is not superuser holds at most
+ * heapprof.role_share percent of each limit, and such roles together never
+ * the last tenth (superusers' reserve).  A shared folder (the symbol
+ * indexes: files of nobody) has no shares: the oldest file goes first.
+ */
+typedef struct hpg_quota
+{
+	int			max_count;
+	int64		max_bytes;
+} hpg_quota;
+
+/* What a folder holds (every file, drafts of running writers included), and of it one owner's share. */
+typedef struct hpg_usage
+{
+	int64		count;
+	int64		bytes;
+	int64		own_count;		/* the owner's profiles and this process's drafts */
+	int64		own_bytes;
+	int64		share_count;	/* the most the owner may hold */
+	int64		share_bytes;
+} hpg_usage;
+
+/* The owner of a shared folder's files: everyone. */
+#define HPG_SHARED InvalidOid
+
+/* heapprof.role_share, in percent. */
+extern int	hpg_role_share;
+
 /* _PG_init, in the postmaster: sweep the store at every start and crash restart. */
 extern void hpg_store_init(void);
 
@@ -35,11 +65,12 @@ extern bool hpg_can_read(const char *text, int len);
 extern void hpg_deny(const char *name, const char *verb);
 
 /*
- * Remove DIR/NAME.heap if the current user may (else ERROR): the very file
- * whose owner was checked, not one stored under the name meanwhile.  False
- * if there is none.
+ * Remove DIR/NAME.heap if the current user may (else ERROR) -- and, if
+ * owner is valid, only if that role owns it -- judged by its first line:
+ * the very file whose owner was checked, not one stored under the name
+ * meanwhile.  False if there is none (or it is another role's, with owner).
  */
-extern bool hpg_store_drop(const char *dir, const char *name);
+extern bool hpg_store_drop(const char *dir, const char *name, Oid owner);
 /* Is NAME a stored profile in dir? */
 extern bool hpg_store_exists(const char *dir, const char *name);
 
@@ -47,13 +78,20 @@ extern bool hpg_store_exists(const char *dir, const char *name);
 extern char **hpg_store_names(const char *dir, int *count);
 /*
  * Keep text as DIR/NAME.heap, in a backend (ERROR on failure, leaving
- * nothing behind): written as a draft, then, when limit (may be NULL) has
- * accepted what dir holds with the draft counted -- every file, drafts of
- * other writers included -- published under a name taken atomically:
- * 42710 if the name exists.
+ * nothing behind): written as a draft, then, when the folder has room for
+ * it within q and the current user's share (hpg_store_room, the draft
+ * counted -- every file, drafts of other writers included) or refused
+ * (given what the folder holds) raises no error, published under a name
+ * taken atomically: 42710 if the name exists.
  */
 extern void hpg_store_put(const char *dir, const char *name, const char *text, size_t len,
-						  void (*limit) (int64 count, int64 bytes, void *arg), void *arg);
+						  const hpg_quota *q, void (*refused) (const hpg_usage *u, void *arg), void *arg);
+
+/*
+ * The owner of DIR/NAME.heap by its first line, read alone: true, or false
+ * if there is no such file (InvalidOid: a file without an owner line).
+ */
+extern bool hpg_store_owner(const char *dir, const char *name, Oid *owner);
 
 /* ---- plain C (errno, never an error): for process exit and a request's target too ---- */
 
@@ -94,14 +132,29 @@ extern int	hpg_store_dir_ready(const char *dir);
 extern void hpg_store_time_name(char *name, size_t size, const char *kind);
 
 /*
- * Remove the oldest profiles of dir (names start with the time) until it
- * holds at most max_count files and max_bytes, counting the drafts of
- * writers still running (they are never removed); drafts of writers that
- * are gone are removed first.
+ * Room in dir, within q, for add_count more files of add_bytes by owner
+ * (super: a superuser's; HPG_SHARED for a shared folder; add_count 0 when
+ * the file's draft is in dir already): 0, or EDQUOT.  With prune, owner's
+ * own oldest profiles are removed until it fits (never another owner's,
+ * never a draft) -- unless it cannot fit even so: then nothing is removed.
+ * Drafts of writers that are gone, and lock files nobody holds, are removed
+ * first.  u (may be NULL) tells what the folder then holds.
  */
-extern void hpg_store_prune(const char *dir, int max_count, int64 max_bytes);
+extern int	hpg_store_room(const char *dir, const hpg_quota *q, Oid owner, bool super,
+						   int add_count, int64 add_bytes, bool prune, hpg_usage *u);
 
-/* Number and bytes of every file in dir, drafts included (after a sweep). */
+/* Number and bytes of every file in dir, drafts included; removes nothing. */
 extern void hpg_store_usage(const char *dir, int64 *count, int64 *bytes);
+
+/*
+ * Whether the login role (owner of exit dumps and captures) is a superuser:
+ * learnt once in a transaction (a statement's start), known at process
+ * exit; false until learnt.
+ */
+extern void hpg_store_learn_login(void);
+extern bool hpg_store_login_super(void);
+
+/* Define heapprof.role_share (_PG_init). */
+extern void hpg_store_gucs(void);
 
 #endif

@@ -53,6 +53,8 @@ typedef struct session_profile
 	char		name[HPG_MAX_NAME + 1];
 	char	   *text;
 	int			len;
+	Oid			owner;			/* the role that took it */
+	bool		persisted;		/* this session persisted it too */
 	struct session_profile *next;
 } session_profile;
 
@@ -73,11 +75,24 @@ hpg_stored_in_session(const char *name)
 	return find_session(name) != NULL;
 }
 
+bool
+hpg_stored_session_owner(const char *name, Oid *owner)
+{
+	session_profile *s = find_session(name);
+
+	if (s)
+		*owner = s->owner;
+	return s != NULL;
+}
+
 void
-hpg_stored_keep(const char *name, const char *text, int len)
+hpg_stored_keep(const char *name, const char *text, int len, bool persisted)
 {
 	session_profile *s = MemoryContextAllocZero(TopMemoryContext, sizeof(session_profile));
+	hp_meta		m;
 
+	s->owner = hp_read_meta(text, (size_t) len, &m) ? m.owner : InvalidOid;
+	s->persisted = persisted;
 	strlcpy(s->name, name, sizeof(s->name));
 	s->text = MemoryContextAlloc(TopMemoryContext, len + 1);
 	memcpy(s->text, text, len);
@@ -231,20 +246,26 @@ typedef enum row_kind
 	ROW_STORED					/* name, kind, pid, owner, taken_at, total_bytes, file_bytes */
 } row_kind;
 
+/*
+ * A row of a listing: text is the whole profile, or (whole false: larger
+ * than a report may read) its first bytes, and then its totals are NULL.
+ * size: the file's, or -1 for a snapshot kept only in this session.
+ */
 static void
 put_row(ReturnSetInfo *rsinfo, row_kind rk, const char *name, const char *kind,
-		const char *text, int len, bool persisted)
+		const char *text, int len, bool whole, int64 size, bool persisted)
 {
 	Datum		values[7];
 	bool		nulls[7] = {0};
 	hp_meta		m;
 	bool		has_meta = hp_read_meta(text, (size_t) len, &m);
-	int64		bytes;
-	int64		stacks;
+	int64		bytes = -1;
+	int64		stacks = -1;
 	char	   *owner = has_meta ? GetUserNameFromId(m.owner, true) : NULL;
 	int			i = 0;
 
-	hpg_summarize(text, len, &bytes, &stacks);
+	if (whole)
+		hpg_summarize(text, len, &bytes, &stacks);
 	values[i++] = CStringGetTextDatum(name);
 	if (rk == ROW_STORED)
 		values[i++] = CStringGetTextDatum(kind);
@@ -270,43 +291,71 @@ put_row(ReturnSetInfo *rsinfo, row_kind rk, const char *name, const char *kind,
 	else
 	{
 		/* the file's size; a snapshot kept only in this session has none */
-		values[i] = Int64GetDatum((int64) len);
-		nulls[i++] = !persisted;
+		values[i] = Int64GetDatum(size);
+		nulls[i++] = size < 0;
 	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
+static void
+list_file(int k, const char *name, bool skip_session, hpg_stored_fn fn, void *arg)
+{
+	char		path[MAXPGPATH];
+	char		head[HPG_READ_HEAD];
+	struct stat st;
+	hp_meta		m;
+	session_profile *s;
+	int			len;
+	int			fd;
+
+	hpg_store_path(path, kinds[k].dir, name);
+	/* removed meanwhile, or not a profile file (a WARNING): not listed */
+	if ((fd = hpg_read_head(path, head, &len, &st, WARNING)) < 0)
+		return;
+	CloseTransientFile(fd);
+	if (len == 0)
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("heap profile \"%s\" is an empty file", path),
+				 errhint("Remove the file; heapprof never writes an empty profile.")));
+	else if (!hpg_can_read(head, len))
+		return;
+	/* the file this session persisted is listed as its session copy */
+	else if (skip_session && (s = find_session(name)) != NULL &&
+			 hp_read_meta(head, (size_t) len, &m) && m.owner == s->owner)
+		return;
+	else if (!hpg_report_budget_fits((int64) st.st_size))
+		fn(name, head, len, false, (int64) st.st_size, arg);
+	else
+	{
+		StringInfoData prof;
+		read_check	c = {name, 0};
+
+		initStringInfo(&prof);
+		if (hpg_read_file_checked(path, &prof, true, check_before_read, &c) && prof.len > 0)
+			fn(name, prof.data, prof.len, true, (int64) prof.len, arg);
+		pfree(prof.data);
+	}
+}
+
 /*
- * fn for each readable profile of kinds[k]'s folder, oldest first (names
- * start with the time where a process named them), skipping this session's
- * snapshots when skip_session.
+ * fn for each profile of kinds[k]'s folder the current user may read,
+ * oldest first (names start with the time where a process named them),
+ * skipping what this session keeps of its own snapshots when skip_session.
+ * Only a file's first bytes are read before its owner is checked, and a
+ * file larger than a report may read is not read further: fn gets its
+ * first bytes, whole false.
  */
 static void
-each_file(int k, bool skip_session, void (*fn) (const char *name, const char *text, int len, void *arg),
-		  void *arg)
+each_file(int k, bool skip_session, hpg_stored_fn fn, void *arg)
 {
 	int			n;
 	char	  **names = hpg_store_names(kinds[k].dir, &n);
 
 	for (int i = 0; i < n; i++)
 	{
-		char		path[MAXPGPATH];
-		StringInfoData prof;
-
 		CHECK_FOR_INTERRUPTS();
-		if (skip_session && find_session(names[i]))
-			continue;
-		hpg_store_path(path, kinds[k].dir, names[i]);
-		initStringInfo(&prof);
-		/* removed meanwhile, or not a profile file: not listed */
-		if (hpg_read_file_or_warn(path, &prof) && prof.len == 0)
-			ereport(WARNING,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("heap profile \"%s\" is an empty file", path),
-					 errhint("Remove the file; heapprof never writes an empty profile.")));
-		else if (prof.len > 0 && hpg_can_read(prof.data, prof.len))
-			fn(names[i], prof.data, prof.len, arg);
-		pfree(prof.data);
+		list_file(k, names[i], skip_session, fn, arg);
 		pfree(names[i]);
 	}
 }
@@ -319,11 +368,11 @@ typedef struct row_arg
 } row_arg;
 
 static void
-file_row(const char *name, const char *text, int len, void *arg)
+file_row(const char *name, const char *text, int len, bool whole, int64 size, void *arg)
 {
 	row_arg    *r = arg;
 
-	put_row(r->rsinfo, r->rk, name, kinds[r->k].kind, text, len, true);
+	put_row(r->rsinfo, r->rk, name, kinds[r->k].kind, text, len, whole, size, true);
 }
 
 static void
@@ -335,7 +384,7 @@ list_files(ReturnSetInfo *rsinfo, row_kind rk, int k)
 }
 
 void
-hpg_stored_each_capture(void (*fn) (const char *name, const char *text, int len, void *arg), void *arg)
+hpg_stored_each_capture(hpg_stored_fn fn, void *arg)
 {
 	each_file(K_CAPTURE, false, fn, arg);
 }
@@ -344,9 +393,17 @@ static void
 list_session(ReturnSetInfo *rsinfo, row_kind rk)
 {
 	for (session_profile *s = session; s; s = s->next)
-		if (hpg_can_read(s->text, s->len))
-			put_row(rsinfo, rk, s->name, "snapshot", s->text, s->len,
-					hpg_store_exists(HPG_SNAPSHOT_DIR, s->name));
+	{
+		Oid			owner;
+		bool		persisted;
+
+		if (!hpg_can_read(s->text, s->len))
+			continue;
+		/* persisted: by this session, and still the file of its role */
+		persisted = s->persisted && hpg_store_owner(HPG_SNAPSHOT_DIR, s->name, &owner) && owner == s->owner;
+		put_row(rsinfo, rk, s->name, "snapshot", s->text, s->len, true,
+				persisted ? (int64) s->len : -1, persisted);
+	}
 }
 
 void

@@ -25,7 +25,9 @@ extern bool hpg_stored_taken(const char *name);
 
 /* This session's snapshots, kept in TopMemoryContext. */
 extern bool hpg_stored_in_session(const char *name);
-extern void hpg_stored_keep(const char *name, const char *text, int len);
+extern void hpg_stored_keep(const char *name, const char *text, int len, bool persisted);
+/* The role that took this session's snapshot name: false if there is none. */
+extern bool hpg_stored_session_owner(const char *name, Oid *owner);
 /*
  * Forget name; false if not kept.  ERROR if the current user may not, unless
  * the caller has checked (dropping its file took the same right).
@@ -39,11 +41,16 @@ extern void hpg_stored_list_snapshots(ReturnSetInfo *rsinfo);
 /* heapprof_dumps()' rows. */
 extern void hpg_stored_list_dumps(ReturnSetInfo *rsinfo);
 /*
- * fn(name, text, len, arg) for each statement capture the current user may
- * read, oldest first (heapprof_captures()); unusable files are skipped with
- * a WARNING.
+ * A listing's callback: text is the whole profile of len bytes, or, whole
+ * false (larger than heapprof.report_memory_limit lets a report read), its
+ * first bytes only (the owner line); size is the file's.
  */
-extern void hpg_stored_each_capture(void (*fn) (const char *name, const char *text, int len, void *arg),
-									void *arg);
+typedef void (*hpg_stored_fn) (const char *name, const char *text, int len, bool whole, int64 size, void *arg);
+
+/*
+ * fn for each statement capture the current user may read, oldest first
+ * (heapprof_captures()); unusable files are skipped with a WARNING.
+ */
+extern void hpg_stored_each_capture(hpg_stored_fn fn, void *arg);
 
 #endif

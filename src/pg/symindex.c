@@ -290,82 +290,12 @@ index_discard(void *arg, const uint8_t *id, size_t idlen)
 				 errmsg("could not remove the unusable symbol index \"%s\": %m", path)));
 }
 
-typedef struct index_file
-{
-	char		name[NAME_MAX + 1];
-	time_t		mtime;
-	int64		size;
-} index_file;
-
-static int
-oldest_first(const void *x, const void *y)
-{
-	const index_file *a = x;
-	const index_file *b = y;
-
-	if (a->mtime != b->mtime)
-		return a->mtime < b->mtime ? -1 : 1;
-	return strcmp(a->name, b->name);
-}
-
-/*
- * Remove the indexes written longest ago (never a draft) until the
- * folder's bytes are down by need.
- */
-static void
-make_room(int64 need)
-{
-	DIR		   *d = AllocateDir(HPG_SYMBOL_DIR);
-	struct dirent *de;
-	index_file *files = NULL;
-	int			n = 0;
-	int			cap = 0;
-	size_t		suffix = strlen(HPG_SUFFIX);
-
-	while ((de = ReadDir(d, HPG_SYMBOL_DIR)) != NULL)
-	{
-		size_t		len = strlen(de->d_name);
-		char		path[MAXPGPATH];
-		struct stat st;
-
-		CHECK_FOR_INTERRUPTS();
-		snprintf(path, sizeof(path), "%s/%s", HPG_SYMBOL_DIR, de->d_name);
-		/* an index: BUILDID.heap, a regular file (drafts are tmp.PID.N) */
-		if (len <= suffix || strcmp(de->d_name + len - suffix, HPG_SUFFIX) != 0 ||
-			lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (n == cap)
-		{
-			cap = cap ? cap * 2 : 16;
-			files = files ? repalloc(files, cap * sizeof(*files)) : palloc(cap * sizeof(*files));
-		}
-		strlcpy(files[n].name, de->d_name, sizeof(files[n].name));
-		files[n].mtime = st.st_mtime;
-		files[n].size = st.st_size;
-		n++;
-	}
-	FreeDir(d);
-	if (n > 1)
-		qsort(files, n, sizeof(*files), oldest_first);
-	for (int i = 0; i < n && need > 0; i++)
-	{
-		char		path[MAXPGPATH];
-
-		snprintf(path, sizeof(path), "%s/%s", HPG_SYMBOL_DIR, files[i].name);
-		if (unlink(path) == 0)
-			need -= files[i].size;
-	}
-	if (files)
-		pfree(files);
-}
-
 static void
 publish(const uint8_t *id, size_t idlen, const void *buf, size_t len)
 {
 	char		name[HPG_MAX_NAME + 1];
 	hpg_draft	d;
-	int64		count;
-	int64		bytes;
+	hpg_quota	q = {INT_MAX, limit_bytes()};
 	int			rc;
 
 	if (symbol_index_limit_kb == 0 || !index_name(name, sizeof(name), id, idlen))
@@ -381,23 +311,12 @@ publish(const uint8_t *id, size_t idlen, const void *buf, size_t len)
 		return;
 	if (hpg_draft_write(&d, buf, len) != 0)
 		return;
-	/* the draft counted: writers racing each other cannot pass the limit together */
-	PG_TRY();
-	{
-		hpg_store_usage(HPG_SYMBOL_DIR, &count, &bytes);
-		if (bytes > limit_bytes())
-		{
-			make_room(bytes - limit_bytes());
-			hpg_store_usage(HPG_SYMBOL_DIR, &count, &bytes);
-		}
-	}
-	PG_CATCH();
-	{
-		hpg_draft_discard(&d);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	if (bytes > limit_bytes())
+	/*
+	 * The draft counted: writers racing each other cannot pass the limit
+	 * together.  Room is made as in every folder of the store, the indexes
+	 * written longest ago first -- those of objects replaced by an upgrade.
+	 */
+	if (hpg_store_room(HPG_SYMBOL_DIR, &q, HPG_SHARED, true, 0, 0, true, NULL) != 0)
 	{
 		hpg_draft_discard(&d);
 		ereport(LOG,
