@@ -74,8 +74,8 @@ before=$(q -c "SELECT count(*) FROM pg_ls_dir('heapprof/snapshots', true, false)
 # superusers are not limited
 q -c "SET heapprof.max_snapshots = 1" -c "SELECT heapprof_snapshot('hp_lim1', false)" \
 	-c "SELECT heapprof_snapshot('hp_lim2', false)" -c "SELECT heapprof_snapshot('hp_lim3', false)" >/dev/null
-# a plain role, limits set by the superuser for it
-q -c "ALTER ROLE hp_bob SET heapprof.max_snapshots = 2" -c "ALTER ROLE hp_bob SET heapprof.max_snapshot_bytes = '1MB'" >/dev/null
+# a plain role, limits set by the superuser for it (and all of them its share)
+q -c "ALTER ROLE hp_bob SET heapprof.max_snapshots = 2" -c "ALTER ROLE hp_bob SET heapprof.role_share = 100" -c "ALTER ROLE hp_bob SET heapprof.max_snapshot_bytes = '1MB'" >/dev/null
 out=$(PGUSER=hp_bob psql -X -q -At -d postgres -v VERBOSITY=verbose -c "SELECT heapprof_enable()" \
 	-c "SELECT heapprof_snapshot('hp_lim1', false) > 0" -c "SELECT heapprof_snapshot('hp_lim2', false) > 0" \
 	-c "SELECT heapprof_snapshot('hp_lim3', false)" 2>&1) && { echo "third session snapshot allowed: $out"; exit 1; }

@@ -787,8 +787,7 @@ hpg_store_room(const char *dir, const hpg_quota *q, Oid owner, bool super,
 		/* a role's share; and all such roles leave superusers the last tenth */
 		use.share_count = Max(1, (int64) q->max_count * hpg_role_share / 100);
 		use.share_bytes = q->max_bytes / 100 * hpg_role_share;
-		if (q->max_count >= 2)
-			cap_count -= Max(1, q->max_count / 10);
+		cap_count -= q->max_count / 10;
 		cap_bytes -= q->max_bytes / 10;
 	}
 #define FITS(c, b) (use.count + (c) <= cap_count && use.bytes + (b) <= cap_bytes && \
