@@ -13,6 +13,8 @@
 #  - listings and drop read only a file's first line before its owner is
 #    checked, and no more than heapprof.report_memory_limit after (read
 #    bytes from /proc/PID/io);
+#  - a login that fails after authentication (no such role) leaves no exit
+#    dump and removes none;
 #  - heapprof_status() removes nothing; lock files of symbol index builders
 #    that died are swept at the next start.
 set -euo pipefail
@@ -40,7 +42,8 @@ owned() { q -c "SELECT count(*) FROM heapprof_stored() WHERE owner = '$1' AND ki
 # -- captures and exit dumps: the superuser's first
 q -c "SELECT heapprof_test_leak(3000000)" >/dev/null
 QOPTS= q -c "SELECT heapprof_test_hold(10000000)" >/dev/null
-wait_for "the superuser's exit dump" 10 test -n "$(names dumps)"
+has_dump() { [ -n "$(names dumps)" ]; }
+wait_for "the superuser's exit dump" 10 has_dump
 su_capture=$(names captures)
 su_dump=$(names dumps)
 [ -n "$su_capture" ] && [ -n "$su_dump" ] || fail "superuser's files: capture '$su_capture', dump '$su_dump'"
@@ -115,6 +118,17 @@ as_su=$(rchar_during postgres "SET heapprof.report_memory_limit = '1MB'; SELECT 
 [ "$as_su" -lt 5000000 ] || fail "heapprof_stored() under a 1 MB budget read $as_su bytes"
 rm -f "$data/heapprof/snapshots/big.heap"
 echo "listings: alice's listing read $as_alice bytes and her refused drop $as_alice_drop of bob's 50 MB file; a superuser's under a 1 MB budget $as_su"
+
+# -- a login that fails after authentication (no such role) leaves no dump and removes none
+q -c "ALTER SYSTEM SET heapprof.dump_on_exit_threshold = '256kB'" -c "SELECT pg_reload_conf()" >/dev/null
+low() { [ "$(QOPTS= q -c "SHOW heapprof.dump_on_exit_threshold")" = 256kB ]; }
+wait_for "the low threshold" 10 low
+before=$(names dumps)
+for i in 1 2 3; do PGUSER=no_such_role psql -X -q -At -d postgres -c "SELECT 1" >/dev/null 2>&1 || true; done
+sleep 0.5
+[ "$(names dumps)" = "$before" ] || fail "failed logins changed the exit dumps: $(diff <(echo "$before") <(names dumps) || true)"
+q -c "ALTER SYSTEM SET heapprof.dump_on_exit_threshold = '5MB'" -c "SELECT pg_reload_conf()" >/dev/null
+echo "failed logins: no dump, none removed"
 
 # -- heapprof_status() removes nothing; stale build locks go at the next start
 as_pg mkdir -p "$data/heapprof/symbols"

@@ -208,7 +208,8 @@ exit_dump(int code, Datum arg)
 	/* a peak worth keeping: above the threshold, and not what the exit dump shows anyway */
 	keep_peak = peak.taken_at != 0 && peak.bytes > (int64) threshold_kb * 1024 &&
 		peak.profile_bytes > hpj_thread_net() + hpj_thread_net() / 8;
-	if (!keep_dump && !keep_peak)
+	/* a login that failed after authentication (no such role) has no owner */
+	if ((!keep_dump && !keep_peak) || !OidIsValid(GetAuthenticatedUserId()))
 		return;
 
 	strlcpy(type, GetBackendTypeDesc(MyBackendType), sizeof(type));

@@ -94,9 +94,11 @@ disk_refused(const hpg_usage *u, void *arg)
 	ereport(ERROR,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 			 errmsg("too many heap profile snapshots"),
-			 errdetail("Your role's persisted snapshots hold " INT64_FORMAT " of its share of " INT64_FORMAT " snapshot(s) and " INT64_FORMAT " of " INT64_FORMAT " bytes, this one included (%d bytes); all roles' hold " INT64_FORMAT " of heapprof.max_snapshots %d and " INT64_FORMAT " bytes of heapprof.max_snapshot_bytes %d kB; a role's share is heapprof.role_share %d%%, and the last tenth is kept for superusers.",
-					   u->own_count, u->share_count, u->own_bytes, u->share_bytes, *(int *) arg,
-					   u->count, max_snapshots, u->bytes, max_snapshot_bytes_kb, hpg_role_share),
+			 errdetail("Your role's persisted snapshots, this one included (%d bytes), would be " INT64_FORMAT " of its share of " INT64_FORMAT " and " INT64_FORMAT " of " INT64_FORMAT " bytes (heapprof.role_share %d%% of heapprof.max_snapshots %d and heapprof.max_snapshot_bytes %d kB)%s.",
+					   *(int *) arg, u->own_count, u->share_count, u->own_bytes, u->share_bytes,
+					   hpg_role_share, max_snapshots, max_snapshot_bytes_kb,
+					   u->own_count <= u->share_count && u->own_bytes <= u->share_bytes ?
+					   "; the folder is full with other roles' snapshots" : ""),
 			 errhint("Drop snapshots with heapprof_drop_snapshot(), or ask a superuser to raise the limits.")));
 }
 

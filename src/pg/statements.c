@@ -214,8 +214,10 @@ keep(const char *text, size_t len)
 		ereport(WARNING,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("heapprof did not keep the statement's capture: no room in the role's share of the captures"),
-				 errdetail("The role holds " INT64_FORMAT " capture(s) of " INT64_FORMAT " bytes of its share of " INT64_FORMAT " and " INT64_FORMAT " bytes; the folder holds " INT64_FORMAT " of " INT64_FORMAT " bytes; this one has %zu bytes.",
-						   u.own_count, u.own_bytes, u.share_count, u.share_bytes, u.count, u.bytes, len),
+				 errdetail("The role holds " INT64_FORMAT " capture(s) of " INT64_FORMAT " bytes, of its share of " INT64_FORMAT " and " INT64_FORMAT " bytes; this one has %zu bytes%s.",
+						   u.own_count, u.own_bytes, u.share_count, u.share_bytes, len,
+						   u.own_count < u.share_count && u.own_bytes + (int64) len <= u.share_bytes ?
+						   "; the folder is full with other roles' captures" : ""),
 				 errhint("Other roles' captures are never removed to make room: drop old ones, or ask a superuser to raise heapprof.max_captures, heapprof.max_capture_bytes or heapprof.role_share.")));
 		return;
 	}
@@ -381,6 +383,7 @@ process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	int			length = pstmt->stmt_len;
 	bool		watch = context == PROCESS_UTILITY_TOPLEVEL && begin();
 
+	hpg_store_learn_login();
 	watching_utility = watching_utility || watch;
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);

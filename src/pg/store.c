@@ -733,8 +733,10 @@ scan_store(const char *dir, Oid owner, store_file **files)
 		strlcpy((*files)[n].name, de->d_name, sizeof((*files)[n].name));
 		(*files)[n].mtime = st.st_mtim;
 		(*files)[n].size = st.st_size;
-		(*files)[n].removable = profile && (owner == HPG_SHARED || file_owner(path) == owner);
-		(*files)[n].own = (*files)[n].removable || writer == MyProcPid;
+		/* drafts hold their owner line too: other sessions of the role count in its share */
+		(*files)[n].own = owner == HPG_SHARED || writer == MyProcPid ||
+			((profile || writer != 0) && file_owner(path) == owner);
+		(*files)[n].removable = profile && (*files)[n].own;
 		n++;
 	}
 	closedir(d);
@@ -761,18 +763,30 @@ hpg_store_login_super(void)
 	return login_super > 0;
 }
 
+/* Would u, with c more files of b bytes, fit the caps and the owner's share? */
+static bool
+fits(const hpg_usage *u, int64 cap_count, int64 cap_bytes, int64 c, int64 b)
+{
+	return u->count + c <= cap_count && u->bytes + b <= cap_bytes &&
+		u->own_count + c <= u->share_count && u->own_bytes + b <= u->share_bytes;
+}
+
 int
 hpg_store_room(const char *dir, const hpg_quota *q, Oid owner, bool super,
 			   int add_count, int64 add_bytes, bool prune, hpg_usage *u)
 {
 	store_file *files;
-	size_t		n = scan_store(dir, owner, &files);
-	bool		whole = super || owner == HPG_SHARED;
+	size_t		n;
 	hpg_usage	use = {0};
+	hpg_usage	bare;
 	int64		cap_count = q->max_count;
 	int64		cap_bytes = q->max_bytes;
-	bool		fits;
+	bool		ok;
 
+	/* only the symbol indexes are nobody's: a writer without a role has no room */
+	if (owner == HPG_SHARED && strcmp(dir, HPG_SYMBOL_DIR) != 0)
+		return EDQUOT;
+	n = scan_store(dir, owner, &files);
 	for (size_t i = 0; i < n; i++)
 	{
 		use.count++;
@@ -782,7 +796,7 @@ hpg_store_room(const char *dir, const hpg_quota *q, Oid owner, bool super,
 	}
 	use.share_count = q->max_count;
 	use.share_bytes = q->max_bytes;
-	if (!whole)
+	if (!super && owner != HPG_SHARED)
 	{
 		/* a role's share; and all such roles leave superusers the last tenth */
 		use.share_count = Max(1, (int64) q->max_count * hpg_role_share / 100);
@@ -790,14 +804,20 @@ hpg_store_room(const char *dir, const hpg_quota *q, Oid owner, bool super,
 		cap_count -= q->max_count / 10;
 		cap_bytes -= q->max_bytes / 10;
 	}
-#define FITS(c, b) (use.count + (c) <= cap_count && use.bytes + (b) <= cap_bytes && \
-					use.own_count + (c) <= use.share_count && use.own_bytes + (b) <= use.share_bytes)
-	/* a file that cannot fit even alone costs no other */
-	fits = FITS(add_count, add_bytes);
-	if (!fits && prune && add_count <= Min(cap_count, use.share_count) &&
-		add_bytes <= Min(cap_bytes, use.share_bytes))
+	ok = fits(&use, cap_count, cap_bytes, add_count, add_bytes);
+	/* what would be left with every removable file gone: if the file does not fit even so, none goes */
+	bare = use;
+	for (size_t i = 0; i < n; i++)
+		if (files[i].removable)
+		{
+			bare.count--;
+			bare.bytes -= files[i].size;
+			bare.own_count--;
+			bare.own_bytes -= files[i].size;
+		}
+	if (!ok && prune && fits(&bare, cap_count, cap_bytes, add_count, add_bytes))
 	{
-		for (size_t i = 0; i < n && !fits; i++)
+		for (size_t i = 0; i < n && !ok; i++)
 		{
 			char		path[MAXPGPATH];
 
@@ -810,15 +830,14 @@ hpg_store_room(const char *dir, const hpg_quota *q, Oid owner, bool super,
 				use.bytes -= files[i].size;
 				use.own_count--;
 				use.own_bytes -= files[i].size;
-				fits = FITS(add_count, add_bytes);
+				ok = fits(&use, cap_count, cap_bytes, add_count, add_bytes);
 			}
 		}
 	}
-#undef FITS
 	free(files);
 	if (u)
 		*u = use;
-	return fits ? 0 : EDQUOT;
+	return ok ? 0 : EDQUOT;
 }
 
 void

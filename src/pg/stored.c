@@ -321,7 +321,7 @@ list_file(int k, const char *name, bool skip_session, hpg_stored_fn fn, void *ar
 	else if (!hpg_can_read(head, len))
 		return;
 	/* the file this session persisted is listed as its session copy */
-	else if (skip_session && (s = find_session(name)) != NULL &&
+	else if (skip_session && (s = find_session(name)) != NULL && s->persisted &&
 			 hp_read_meta(head, (size_t) len, &m) && m.owner == s->owner)
 		return;
 	else if (!hpg_report_budget_fits((int64) st.st_size))
