@@ -18,7 +18,7 @@
 #  - heapprof.max_captures keeps the newest; a role reads only its own.
 set -euo pipefail
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
-QOPTS="-c heapprof.dump_on_exit_threshold=-1"
+QOPTS="-c heapprof.dump_on_exit_threshold=-1 -c heapprof.store_statement_text=on"
 w=$(scratch)
 cleanup() {
 	[ -n "${data:-}" ] && rm -f "$data"/heapprof/captures/*.heap || true

@@ -565,3 +565,39 @@ hp_header_length(const char *text, size_t len)
 	}
 	return (size_t) (p - text);
 }
+
+int
+hp_put_without_texts(const char *buf, size_t len, int (*put) (void *arg, const char *piece, size_t n), void *arg)
+{
+	const char *p = buf;
+	const char *end = buf + len;
+	int			rc;
+
+	while (p < end && *p == '%')
+	{
+		const char *nl = memchr(p, '\n', (size_t) (end - p));
+		const char *stop = nl ? nl : end;
+		const char *cut = NULL;
+
+		if (starts_with(p, stop, QUERY_PREFIX))
+			cut = p + strlen(QUERY_PREFIX);
+		else if (starts_with(p, stop, LABEL_QUERY_PREFIX))
+		{
+			/* the queryid stays, and the space a reader expects after it */
+			cut = memchr(p + strlen(LABEL_QUERY_PREFIX), ' ', (size_t) (stop - p - strlen(LABEL_QUERY_PREFIX)));
+			cut = cut ? cut + 1 : stop;
+		}
+		if (cut == NULL)
+			cut = stop;
+		if ((rc = put(arg, p, (size_t) (cut - p))) != 0)
+			return rc;
+		p = stop;
+		if (nl)
+		{
+			if ((rc = put(arg, p, 1)) != 0)
+				return rc;
+			p++;
+		}
+	}
+	return p < end ? put(arg, p, (size_t) (end - p)) : 0;
+}

@@ -150,4 +150,13 @@ extern bool hp_read_capture(const char *text, size_t len, hp_capture *c);
 /* Bytes of the leading "%" lines: what is left out for jemalloc's own text. */
 extern size_t hp_header_length(const char *text, size_t len);
 
+/*
+ * The profile text buf, for a file kept on disk: its leading "%" lines with
+ * the statement texts left out (a label's, a capture's: only the queryid
+ * stays), the rest as it is -- given in order to put(arg, piece, n), which
+ * returns 0 or an error that ends the copy and is returned.  No allocation.
+ */
+extern int	hp_put_without_texts(const char *buf, size_t len,
+								 int (*put) (void *arg, const char *piece, size_t n), void *arg);
+
 #endif

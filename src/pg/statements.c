@@ -477,7 +477,9 @@ capture_row(const char *name, const char *text, int len, bool whole, int64 size,
 	values[3] = CStringGetTextDatum(c->database);
 	values[4] = Int64GetDatum(c->queryid);
 	nulls[4] = c->queryid == 0;
-	values[5] = CStringGetTextDatum(c->query);
+	/* a capture keeps no text unless heapprof.store_statement_text was on: the queryid says which */
+	values[5] = c->query[0] ? CStringGetTextDatum(c->query) : (Datum) 0;
+	nulls[5] = c->query[0] == '\0';
 	values[6] = TimestampTzGetDatum((TimestampTz) m.taken_at);
 	values[7] = Int64GetDatum(c->growth);
 	values[8] = Int64GetDatum(bytes);

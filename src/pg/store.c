@@ -436,10 +436,22 @@ hpg_draft_close(hpg_draft *d)
 	return rc == 0 ? 0 : draft_failed(d, 0);
 }
 
+static bool store_statement_text = false;
+
+static int
+put_piece(void *arg, const char *piece, size_t n)
+{
+	return hpg_write_all(*(int *) arg, piece, n) ? 0 : (errno ? errno : EIO);
+}
+
 int
 hpg_draft_write(hpg_draft *d, const char *buf, size_t len)
 {
-	return hpg_write_all(d->fd, buf, len) ? 0 : draft_failed(d, 0);
+	/* every file of the store is written here: no statement's text unless the DBA keeps them */
+	int			rc = store_statement_text ? put_piece(&d->fd, buf, len) :
+		hp_put_without_texts(buf, len, put_piece, &d->fd);
+
+	return rc == 0 ? 0 : draft_failed(d, rc);
 }
 
 int
@@ -851,6 +863,13 @@ hpg_store_gucs(void)
 							50, 1, 100,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("heapprof.store_statement_text",
+							 "Files under $PGDATA/heapprof keep the text of statements, literals included.",
+							 "Off: peaks, exit dumps, persisted snapshots and captures keep a statement's queryid only.",
+							 &store_statement_text,
+							 false,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
 }
 
 /* A peak's file, PID.heap, or one heapprof 1.0 left beside it (.ids, .new)? */

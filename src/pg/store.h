@@ -111,6 +111,7 @@ typedef struct hpg_draft
 extern int	hpg_draft_open(hpg_draft *d, const char *dir);
 /* Close the file, keeping it: for a writer that opens the path itself (jemalloc). */
 extern int	hpg_draft_close(hpg_draft *d);
+/* Append buf; a statement's text in its leading "%" lines only with heapprof.store_statement_text. */
 extern int	hpg_draft_write(hpg_draft *d, const char *buf, size_t len);
 /* Append the regular file at path (not a link), at most HPG_MAX_FILE_BYTES. */
 extern int	hpg_draft_append_file(hpg_draft *d, const char *path);
@@ -154,7 +155,7 @@ extern void hpg_store_usage(const char *dir, int64 *count, int64 *bytes);
 extern void hpg_store_learn_login(void);
 extern bool hpg_store_login_super(void);
 
-/* Define heapprof.role_share (_PG_init). */
+/* Define heapprof.role_share and heapprof.store_statement_text (_PG_init). */
 extern void hpg_store_gucs(void);
 
 #endif

@@ -146,9 +146,66 @@ test_capture(void)
 			"%zu", n);
 }
 
+static int
+fail_put(void *arg, const char *piece, size_t n)
+{
+	return 7;
+}
+
+typedef struct
+{
+	char		data[1024];
+	size_t		len;
+} sink;
+
+static int
+collect(void *arg, const char *piece, size_t n)
+{
+	sink	   *b = arg;
+
+	if (b->len + n > sizeof(b->data))
+		return 1;
+	memcpy(b->data + b->len, piece, n);
+	b->len += n;
+	return 0;
+}
+
+/* A file on disk keeps a statement's queryid, not its text. */
+static void
+test_without_texts(void)
+{
+	static const char in[] =
+		"%heapprof v=1 pid=1 owner=10 taken_at=1 backend_type=client backend\n"
+		"%heapprof-capture queryid=77 growth=5 partial=0\n"
+		"%heapprof-database db\n"
+		"%heapprof-query SELECT 'Sekret-4242'\n"
+		"%heapprof-label-context 3 CachedPlan\n"
+		"%heapprof-label-query -1234 ALTER ROLE x PASSWORD 'Sekret-4242'\n"
+		"%heapprof-label-query 99\n"
+		"heap_v2/1\n%heapprof-query in the body stays\n";
+	static const char want[] =
+		"%heapprof v=1 pid=1 owner=10 taken_at=1 backend_type=client backend\n"
+		"%heapprof-capture queryid=77 growth=5 partial=0\n"
+		"%heapprof-database db\n"
+		"%heapprof-query \n"
+		"%heapprof-label-context 3 CachedPlan\n"
+		"%heapprof-label-query -1234 \n"
+		"%heapprof-label-query 99\n"
+		"heap_v2/1\n%heapprof-query in the body stays\n";
+	sink		b = {{0}, 0};
+	hp_capture	c;
+
+	T_CHECK("texts left out", hp_put_without_texts(in, sizeof(in) - 1, collect, &b) == 0 &&
+			b.len == sizeof(want) - 1 && memcmp(b.data, want, b.len) == 0, "\"%.*s\"", (int) b.len, b.data);
+	T_CHECK("what is left reads", hp_read_capture(b.data, b.len, &c) && c.queryid == 77 && c.query[0] == '\0',
+			"query \"%s\"", c.query);
+	T_CHECK("an error ends the copy", hp_put_without_texts(in, sizeof(in) - 1, fail_put, NULL) == 7, "%s", "");
+}
+
 int
 main(void)
 {
+	test_without_texts();
 	test_meta();
 	test_identity();
 	test_capture();
