@@ -54,6 +54,7 @@ struct mod_index
 	Elf		   *elf;			/* the file as libdwfl read it, or NULL */
 	bool		fetched;		/* found by build-id through the fetcher */
 	bool		asked[2];		/* the fetcher asked for its debug file, its dwz file */
+	bool		dwarf;			/* its DWARF is usable (module_dwarf) */
 	hp_symbolizer *s;		/* for the libdwfl callbacks */
 
 	/*
@@ -734,6 +735,35 @@ debug_file_installed(const uint8_t *id, size_t idlen)
 	return same;
 }
 
+/*
+ * May the module's DWARF be used?  Not when the dwz file it names is another
+ * build: libdwfl gets only a verified one (find_debuginfo), but libdw, when
+ * it got none, opens one by its path on its own, unchecked.
+ */
+static bool
+module_dwarf(hp_symbolizer *s, mod_index *ix)
+{
+	Dwarf_Addr	bias;
+	Dwarf	   *dw = dwfl_module_getdwarf(ix->mod, &bias);
+	const char *name;
+	const void *want;
+	const void *have = NULL;
+	ssize_t		len;
+	ssize_t		altlen = -1;
+	Dwarf	   *alt;
+
+	if (dw == NULL)
+		return false;
+	if ((len = dwelf_dwarf_gnu_debugaltlink(dw, &name, &want)) <= 0 || (alt = dwarf_getalt(dw)) == NULL)
+		return true;
+	if (dwarf_getelf(alt))
+		altlen = dwelf_elf_gnu_build_id(dwarf_getelf(alt), &have);
+	if (altlen > 0 && hp_verify_id(have, (size_t) altlen, want, (size_t) len))
+		return true;
+	note_refusal(s, "dwz file", ix->object, altlen > 0 ? "build-id mismatch" : "no build-id", name);
+	return false;
+}
+
 /* Map the object's index from the store; false when there is no usable one. */
 static bool
 map_index(hp_symbolizer *s, mod_index *ix)
@@ -785,7 +815,7 @@ write_index(hp_symbolizer *s, mod_index *ix, hp_arena *a)
 	hpx_writer_init(&w, a);
 	if (ix->syms.defines_mallctl)
 		w.flags |= HPX_DEFINES_MALLCTL;
-	if (dwfl_module_getdwarf(ix->mod, &(Dwarf_Addr) {0}) == NULL)
+	if (!ix->dwarf)
 		w.flags |= HPX_NO_DEBUG_INFO;
 	for (size_t i = 0; i < ix->syms.nsyms; i++)
 	{
@@ -806,7 +836,8 @@ write_index(hp_symbolizer *s, mod_index *ix, hp_arena *a)
 		hp_work(a->env, 1);
 		hpx_add_fde(&w, ix->fdes.v[i].lo, ix->fdes.v[i].hi);
 	}
-	sym_dwarf_export(a->env, &ix->cus, ix->mod, ix->bias, &w);
+	if (ix->dwarf)
+		sym_dwarf_export(a->env, &ix->cus, ix->mod, ix->bias, &w);
 	account(s, ix);
 	if ((buf = hpx_finish(&w, id, idlen, &len)) != NULL)
 	{
@@ -876,6 +907,7 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod, hp_arena *a)
 		dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &file, NULL);
 		if ((ix->same = same_file(s, ix, file, env)) == NULL && !map_index(s, ix))
 		{
+			ix->dwarf = module_dwarf(s, ix);
 			sym_elf_index(env, mod, &ix->syms);
 			sym_ehframe_index(env, elf, &ix->fdes);
 			write_index(s, ix, a);
@@ -1105,7 +1137,7 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 		return;
 	}
 	fpc = pc - ix->bias + fx->bias;
-	line = dwfl_module_getsrc(fx->mod, fpc);
+	line = fx->dwarf ? dwfl_module_getsrc(fx->mod, fpc) : NULL;
 	if (line)
 	{
 		const char *file = dwfl_lineinfo(line, NULL, &out->line, NULL, NULL, NULL);
@@ -1113,7 +1145,7 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 		if (file)
 			out->file = hp_strdup(a, file);
 	}
-	else
+	else if (fx->dwarf)
 		dwarf_line(a->env, fx, fpc, a, out);
 
 	sym = sym_elf_find(&fx->syms, fpc);
