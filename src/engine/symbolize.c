@@ -815,7 +815,8 @@ write_index(hp_symbolizer *s, mod_index *ix, hp_arena *a)
 	hpx_writer_init(&w, a);
 	if (ix->syms.defines_mallctl)
 		w.flags |= HPX_DEFINES_MALLCTL;
-	if (!ix->dwarf)
+	/* not for DWARF refused (module_dwarf): written again, it would be refused again */
+	if (dwfl_module_getdwarf(ix->mod, &(Dwarf_Addr) {0}) == NULL)
 		w.flags |= HPX_NO_DEBUG_INFO;
 	for (size_t i = 0; i < ix->syms.nsyms; i++)
 	{
