@@ -10,7 +10,7 @@
 # labels, in bounded time.  A server that answers the build-id with another
 # build's debug file (the same code, its leaf renamed) is refused: the report
 # names none of that build's functions, says so, and the file is not in the
-# cache for a later run with the server gone.
+# cache for a later run with the server gone; so is its executable.
 set -euo pipefail
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
@@ -152,6 +152,20 @@ forged forged
 grep -q "debug file for hpt.so refused: build-id mismatch (from debuginfod)" "$w/forged.err" ||
 	{ echo "the forged debug file is not said to be refused:"; cat "$w/forged.err"; exit 1; }
 cp -p "$w/genuine.debug" "$w/srv/hpt.debug"
+# ... and the forged build as the executable of a dump whose file is gone here
+strip --strip-all -o "$w/srv/forged.so" "$w/forged.so"
+cp -p "$w/srv/hpt.so" "$w/genuine.so"
+mv "$w/srv/forged.so" "$w/srv/hpt.so"
+touch -r "$w/genuine.so" "$w/srv/hpt.so"
+mv "$w/lib/hpt.so" "$w/hpt.so.away"
+report forged_exe DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache7" >/dev/null
+mv "$w/hpt.so.away" "$w/lib/hpt.so"
+cp -p "$w/genuine.so" "$w/srv/hpt.so"
+! grep -q "FORGED_by_the_debuginfod" "$w/forged_exe.sym" "$w/forged_exe.txt" &&
+	grep -q "executable for hpt.so refused: build-id mismatch (from debuginfod)" "$w/forged_exe.err" ||
+	{ echo "the forged executable is not said to be refused:"; cat "$w/forged_exe.err"; exit 1; }
+[ -z "$(find "$w/cache7" -type f -name executable -size +0)" ] ||
+	{ echo "the forged executable stayed in the cache:"; find "$w/cache7" -type f -size +0; exit 1; }
 # the cache answers without the server
 kill -STOP "$dpid"
 msc=$(report cached DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache1")
@@ -176,4 +190,4 @@ report forged_gone DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache6" >/de
 forged forged_gone
 
 n=$(grep -c "hpt" "$w/local.sym")
-echo "debuginfod: $n module frames named as by the local debug file (also by pg_heapprof --client-symbols); fetched in $ms ms (debug info), $msx ms (executable too), cached $msc ms; frozen server $msf ms, stopped $msd ms, stripped labels and one message; a forged debug file refused, named nothing, not cached"
+echo "debuginfod: $n module frames named as by the local debug file (also by pg_heapprof --client-symbols); fetched in $ms ms (debug info), $msx ms (executable too), cached $msc ms; frozen server $msf ms, stopped $msd ms, stripped labels and one message; a forged debug file and executable refused, named nothing, not cached"
