@@ -16,8 +16,9 @@
  * most heapprof.symbol_index_limit long; the engine then checks its
  * header, build-id (engine/verify.h) and every table's bounds.  A file
  * refused is removed -- that file only, kept open meanwhile: never one
- * published since under its name -- and the index written again.  Files are never changed in place (a reader
- * would fault on a truncated mapping): replaced only by a rename.
+ * published since under its name -- and the index written again.  Files
+ * are never changed in place (a reader would fault on a truncated
+ * mapping): replaced only by a rename.
  *
  * heapprof.symbol_index_limit bounds the folder: every file, drafts
  * included, counted with the new draft before its name is taken (store.c's
@@ -264,12 +265,11 @@ index_map(void *arg, const uint8_t *id, size_t idlen, size_t *len, bool *refused
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | PG_BINARY);
 	if (fd < 0)
 		return NULL;
-	/* the lstat'ed file, or refused as the one opened */
-	if (fstat(fd, &st) == 0 && (st.st_dev != ls.st_dev || st.st_ino != ls.st_ino))
-		judged = st;
 	judged_fd = fd;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-		st.st_dev != ls.st_dev || st.st_ino != ls.st_ino ||
+	if (fstat(fd, &st) != 0)
+		return NULL;
+	judged = st;				/* the file opened is the one judged */
+	if (!S_ISREG(st.st_mode) || st.st_dev != ls.st_dev || st.st_ino != ls.st_ino ||
 		st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 ||
 		st.st_nlink != 1 || st.st_size <= 0 || st.st_size > MAX_INDEX_BYTES)
 		return NULL;
