@@ -7,7 +7,10 @@
 # one.  With debuginfod serving the debug file, every line of --symbols and
 # --text equals what the debug file gives locally (next to the module); with
 # the server frozen or stopped, one clear message, the stripped run's honest
-# labels, in bounded time.
+# labels, in bounded time.  A server that answers the build-id with another
+# build's debug file (the same code, its leaf renamed) is refused: the report
+# names none of that build's functions, says so, and the file is not in the
+# cache for a later run with the server gone; so is its executable.
 set -euo pipefail
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
@@ -123,6 +126,46 @@ psql -X -q -At -d postgres -c "SELECT pg_terminate_backend($pid)" >/dev/null
 wait "$bg" 2>/dev/null || true
 grep -q "hpt_leaf_alloc" "$w/client.txt" && ! grep -q "hpt.so+0x" "$w/client.txt" ||
 	{ echo "pg_heapprof --client-symbols did not name the module:"; cat "$w/client.txt" "$w/client.err"; exit 1; }
+
+# A forged debug file: another build (its own build-id) of the same code, the
+# leaf renamed, served at the genuine build-id -- debuginfod serves whatever
+# is at the indexed path while its time is the indexed one.
+gcc -g -O2 -fPIC -shared -Wl,--version-script="$w/exports" -Wl,--build-id=0x$(printf 'f%.0s' {1..40}) \
+	-isystem "$inc" -Dhpt_leaf_alloc=FORGED_by_the_debuginfod tests/alloc_helper/heapprof_test.c -o "$w/forged.so"
+objcopy --only-keep-debug "$w/forged.so" "$w/forged.debug"
+cp -p "$w/srv/hpt.debug" "$w/genuine.debug"
+cp "$w/forged.debug" "$w/srv/hpt.debug"
+touch -r "$w/genuine.debug" "$w/srv/hpt.debug"
+DEBUGINFOD_URLS=$url DEBUGINFOD_CACHE_PATH=$w/probe_forged debuginfod-find debuginfo "$id" >"$w/served" 2>&1 &&
+	readelf -n "$(cat "$w/served")" >"$w/served.notes" && grep -q "Build ID: ffff" "$w/served.notes" ||
+	{ echo "debuginfod does not serve the forged file:"; cat "$w/served"; exit 1; }
+forged() {	# forged NAME: the report named nothing of the forged build, the cache kept nothing of it
+	! grep -q "FORGED_by_the_debuginfod" "$w/$1.sym" "$w/$1.txt" ||
+		{ echo "$1: the forged debug file named the code:"; grep -h "FORGED" "$w/$1.sym" "$w/$1.txt" | sed -n 1,5p; exit 1; }
+	same "$1" stripped || exit 1
+	# (libdebuginfod keeps an empty file as its note of what a server lacks)
+	[ -z "$(find "$w/cache6" -type f -name debuginfo -size +0)" ] ||
+		{ echo "$1: the forged debug file stayed in the cache:"; find "$w/cache6" -type f -size +0; exit 1; }
+}
+report forged DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache6" >/dev/null
+forged forged
+grep -q "debug file for hpt.so refused: build-id mismatch (from debuginfod)" "$w/forged.err" ||
+	{ echo "the forged debug file is not said to be refused:"; cat "$w/forged.err"; exit 1; }
+cp -p "$w/genuine.debug" "$w/srv/hpt.debug"
+# ... and the forged build as the executable of a dump whose file is gone here
+strip --strip-all -o "$w/srv/forged.so" "$w/forged.so"
+cp -p "$w/srv/hpt.so" "$w/genuine.so"
+mv "$w/srv/forged.so" "$w/srv/hpt.so"
+touch -r "$w/genuine.so" "$w/srv/hpt.so"
+mv "$w/lib/hpt.so" "$w/hpt.so.away"
+report forged_exe DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache7" >/dev/null
+mv "$w/hpt.so.away" "$w/lib/hpt.so"
+cp -p "$w/genuine.so" "$w/srv/hpt.so"
+! grep -q "FORGED_by_the_debuginfod" "$w/forged_exe.sym" "$w/forged_exe.txt" &&
+	grep -q "executable for hpt.so refused: build-id mismatch (from debuginfod)" "$w/forged_exe.err" ||
+	{ echo "the forged executable is not said to be refused:"; cat "$w/forged_exe.err"; exit 1; }
+[ -z "$(find "$w/cache7" -type f -name executable -size +0)" ] ||
+	{ echo "the forged executable stayed in the cache:"; find "$w/cache7" -type f -size +0; exit 1; }
 # the cache answers without the server
 kill -STOP "$dpid"
 msc=$(report cached DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache1")
@@ -142,6 +185,9 @@ grep -q "debuginfod ($url) gave no .* asking it no more" "$w/down.err" ||
 	{ echo "no clear message with the server down:"; cat "$w/down.err"; exit 1; }
 [ "$msd" -lt 5000 ] || { echo "stopped server took $msd ms"; exit 1; }
 head -n 1 "$w/down.err" | sed 's/^/  /'
+# the forged file's cache, the server gone: nothing of it there
+report forged_gone DEBUGINFOD_URLS="$url" DEBUGINFOD_CACHE_PATH="$w/cache6" >/dev/null
+forged forged_gone
 
 n=$(grep -c "hpt" "$w/local.sym")
-echo "debuginfod: $n module frames named as by the local debug file (also by pg_heapprof --client-symbols); fetched in $ms ms (debug info), $msx ms (executable too), cached $msc ms; frozen server $msf ms, stopped $msd ms, stripped labels and one message"
+echo "debuginfod: $n module frames named as by the local debug file (also by pg_heapprof --client-symbols); fetched in $ms ms (debug info), $msx ms (executable too), cached $msc ms; frozen server $msf ms, stopped $msd ms, stripped labels and one message; a forged debug file and executable refused, named nothing, not cached"

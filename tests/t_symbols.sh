@@ -16,7 +16,8 @@
 #    before it: its frames are flagged, not named;
 #  - a raw dump from another machine (other inodes, no build-ids): named by
 #    the code's evidence, jemalloc cut; one whose code does not match: refused;
-#  - a library whose symbol names lie outside its string table: no crash.
+#  - a library whose symbol names lie outside its string table: no crash;
+#  - a dwz file of another build where the debug info names its own: refused.
 set -euo pipefail
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
@@ -155,4 +156,28 @@ cc -O1 $src/badnames.c -lelf -o "$w/badnames"
 "$w/tprog" "$w/badnames.heap"
 "$report" --collapsed "$w/badnames.heap" > "$w/badnames.txt" || fail "bad symbol names: report failed"
 grep -qE ';main;[^ ]+;[^ ]+ 3145728$' "$w/badnames.txt" || { cat "$w/badnames.txt"; fail "bad symbol names"; }
-echo "symbols: honest labels, debuglink names, replaced, deleted and broken objects handled"
+
+# 6. a dwz file of another build where the debug info says its dwz file is:
+#    refused (libdw would open it by that path, unchecked), and no name
+#    comes from its strings (before: tlib_entry was named "try")
+mkdir "$w/dwz" "$w/dwz/other"
+cc $cflags -fPIC -shared $src/tlib.c -o "$w/dwz/libtlib.so"
+cc $cflags -fPIE -pie -rdynamic $src/tprog.c -L"$w/dwz" -ltlib -ljemalloc -Wl,-rpath,"$w/dwz" -o "$w/dwz/tprog"
+dwz -m "$w/dwz/common.own" -M "$w/dwz/common" "$w/dwz/tprog" "$w/dwz/libtlib.so"
+cc $cflags -fPIC -shared $src/tlib.c -o "$w/dwz/other/libtlib.so"
+cc $cflags -fPIE -pie -rdynamic -Dsize_t=long $src/tprog.c -L"$w/dwz" -ltlib -ljemalloc -o "$w/dwz/other/tprog"
+dwz -m "$w/dwz/common.other" -M "$w/dwz/common" "$w/dwz/other/tprog" "$w/dwz/other/libtlib.so"
+cp "$w/dwz/common.own" "$w/dwz/common"
+"$w/dwz/tprog" "$w/dwz.heap"
+"$report" --collapsed "$w/dwz.heap" > "$w/dwz.txt"
+grep -q ";main;tlib_entry;lib_static_alloc 3145728\$" "$w/dwz.txt" || { cat "$w/dwz.txt"; fail "dwz: names"; }
+cp "$w/dwz/common.other" "$w/dwz/common"
+"$report" --collapsed "$w/dwz.heap" > "$w/dwz_other.txt" 2> "$w/dwz_other.err"
+grep -q "dwz file for tprog refused: build-id mismatch ($w/dwz/common)" "$w/dwz_other.err" ||
+	{ cat "$w/dwz_other.err"; fail "dwz: the other build's dwz file is not said to be refused"; }
+tr ';' '\n' < "$w/dwz.txt" | sed 's/ [0-9]*$//' | sort -u > "$w/dwz.names"
+tr ';' '\n' < "$w/dwz_other.txt" | sed 's/ [0-9]*$//' | sort -u > "$w/dwz_other.names"
+[ -z "$(comm -13 "$w/dwz.names" "$w/dwz_other.names")" ] ||
+	{ cat "$w/dwz_other.txt"; fail "dwz: names from the other build's dwz file"; }
+grep -q ";main;tlib_entry;lib_static_alloc 3145728\$" "$w/dwz_other.txt" || { cat "$w/dwz_other.txt"; fail "dwz: symbol names"; }
+echo "symbols: honest labels, debuglink names, replaced, deleted and broken objects handled, another build's dwz file refused"

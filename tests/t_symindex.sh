@@ -16,7 +16,8 @@
 #    another owner, a group-writable one, a truncated one, another object's
 #    index, a huge sparse file, a directory) are refused: the report still
 #    works with the same names, and (but for the directory) the index is
-#    written again as a regular file of the server's user;
+#    written again as a regular file of the server's user; a whole index
+#    published while a backend removes a refused one is not removed;
 #  - heapprof.symbol_index_limit: the oldest index is removed to make room,
 #    an index larger than the limit is not kept (and removes nothing);
 #  - an index written while an object had no debug info is written again
@@ -150,6 +151,32 @@ for what in symlink fifo owner writable truncated build-id huge directory; do
 	plant "$what"
 done
 cmp -s "$good" "$target" || fail "the rewritten index differs from the first"
+
+# 4b. a refused index is removed only while it is still the file refused: a
+#     backend held (gdb) where it removes a truncated index, while a whole
+#     one is published under the name meanwhile, leaves the whole one
+head -c $((size / 2)) "$good" > "$target"
+chown "$owner" "$target"
+rm -f "$w/in13" "$w/ino"
+mkfifo "$w/in13"
+psql -X -q -At -d postgres < "$w/in13" > "$w/out13" 2>&1 &
+held=$!
+exec 13>"$w/in13"
+echo "SELECT pg_backend_pid();" >&13
+wait_for "the held session's pid" 10 test -s "$w/out13" || fail "the held session did not start: $(cat "$w/out13")"
+swap="cp $good $data/heapprof/hp_swap && chown $owner $data/heapprof/hp_swap && mv $data/heapprof/hp_swap $target"
+gdb -p "$(sed -n 1p "$w/out13")" -batch -ex 'break index_discard' -ex continue \
+	-ex "shell $swap && stat -c %i $target > $w/ino" -ex continue > "$w/gdb.discard" 2>&1 13>&- &
+gdbpid=$!
+wait_for "gdb's breakpoint" 10 grep -q '^Breakpoint 1 at' "$w/gdb.discard" || fail "gdb: $(cat "$w/gdb.discard")"
+sleep 0.5
+echo "SELECT count(*) > 0 FROM heapprof_top(20, stored => 'hp_symix');" >&13
+exec 13>&-
+wait "$held" || fail "the held session failed: $(cat "$w/out13")"
+wait "$gdbpid" || true
+[ -s "$w/ino" ] || fail "gdb did not stop at the removal: $(cat "$w/gdb.discard")"
+[ "$(stat -c %i "$target")" = "$(cat "$w/ino")" ] && cmp -s "$good" "$target" ||
+	fail "the index published while a refused one was being removed was removed"
 
 # 5. heapprof.symbol_index_limit: the index written longest ago (an object
 #    replaced since: another build-id) makes room for a new one; an index

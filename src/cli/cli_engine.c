@@ -53,9 +53,17 @@ hp_cli_engine_open(hp_cli_engine *e, const char *progname, const char *prefix)
 	return true;
 }
 
+static void
+print_refusal(void *arg, const char *refusal)
+{
+	fprintf(stderr, "%s: %s\n", ((hp_cli_engine *) arg)->progname, refusal);
+}
+
 void
 hp_cli_engine_close(hp_cli_engine *e)
 {
+	/* the engine refused these files: their objects keep labels */
+	hp_symbolizer_refusals(e->sym, print_refusal, e);
 	hp_symbolizer_free(e->sym);
 	hp_fetch_close(e->fetch);
 }

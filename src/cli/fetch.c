@@ -8,7 +8,9 @@
  * 0) for a connection or a stalled transfer, DEBUGINFOD_MAXTIME (default
  * here 120 s) for one file, and after the first failure other than "not
  * there" no server is asked again: an unreachable server costs one timeout,
- * not one per object.
+ * not one per object.  A fetched file that is not the build asked for is
+ * refused by the engine (engine/verify.h) and removed here from the cache,
+ * so that no later run, with the server gone, takes it from there.
  */
 #include "fetch.h"
 
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct debuginfod_client debuginfod_client;
 typedef int (*progress_fn) (debuginfod_client *c, long a, long b);
@@ -34,6 +37,7 @@ struct hp_fetch
 	bool		down;			/* a server failed: ask no more */
 	int			found;
 	int			absent;
+	int			refused;
 };
 
 static double maxtime;
@@ -152,10 +156,45 @@ debuginfo(void *arg, const unsigned char *id, size_t len, char **path)
 	return ask(f, f->find_debuginfo, "debug info", id, len, path);
 }
 
+/*
+ * Remove a refused file from libdebuginfod's cache: CACHE/BUILDID/debuginfo
+ * or .../executable, the only files it returns; then its folder if empty.
+ */
+static void
+discard(void *arg, const char *path)
+{
+	hp_fetch   *f = arg;
+	const char *name = strrchr(path, '/');
+	const char *dir;
+	char	   *parent;
+
+	f->refused++;
+	for (dir = name; dir && dir > path && dir[-1] != '/'; dir--)
+		;
+	if (name == NULL || dir == NULL || dir == name || strspn(dir, "0123456789abcdef") != (size_t) (name - dir) ||
+		(strcmp(name, "/debuginfo") != 0 && strcmp(name, "/executable") != 0))
+	{
+		fprintf(stderr, "%s: debuginfod gave the refused file %s, not in its cache's layout: left there\n",
+				f->progname, path);
+		return;
+	}
+	if (unlink(path) != 0)
+	{
+		fprintf(stderr, "%s: could not remove the refused file %s from the debuginfod cache: %s\n",
+				f->progname, path, strerror(errno));
+		return;
+	}
+	if ((parent = strndup(path, (size_t) (name - path))) != NULL)
+	{
+		(void) rmdir(parent);
+		free(parent);
+	}
+}
+
 void
 hp_fetch_attach(hp_fetch *f, hp_symbolizer *s)
 {
-	hp_fetcher	fetcher = {executable, debuginfo, f};
+	hp_fetcher	fetcher = {executable, debuginfo, discard, f};
 
 	hp_symbolizer_fetch(s, &fetcher);
 }
@@ -166,8 +205,9 @@ hp_fetch_close(hp_fetch *f)
 	if (f == NULL)
 		return;
 	if (f->found)
-		fprintf(stderr, "%s: debuginfod: %d file%s found by build-id, %d not there\n",
-				f->progname, f->found, f->found == 1 ? "" : "s", f->absent);
+		fprintf(stderr, "%s: debuginfod: %d file%s found by build-id%s, %d not there\n",
+				f->progname, f->found, f->found == 1 ? "" : "s",
+				f->refused ? " (some refused: another build's)" : "", f->absent);
 	if (f->client)
 		f->end(f->client);
 	if (f->lib)

@@ -6,12 +6,14 @@
  * here means the reports will have names, lines and inline frames.
  */
 #include "debuginfo.h"
+#include "verify.h"
 
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define DEBUG_ROOT "/usr/lib/debug"
@@ -38,31 +40,54 @@ has_dwarf(Elf *elf)
 	return false;
 }
 
+/*
+ * Is the file at path the debug file w asks for (verify.h)?  The reason a
+ * file there is refused goes to out, the first such.
+ */
 static bool
-readable(const char *path)
+admitted(const char *path, const hp_want *w, hp_debuginfo *out)
 {
-	return access(path, R_OK) == 0;
+	int			fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	const char *why;
+
+	if (fd < 0)
+		return false;
+	why = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ? "not a regular file" : hp_verify_file(NULL, fd, w);
+	close(fd);
+	if (why && out->refused == NULL)
+	{
+		out->refused = why;
+		snprintf(out->refused_file, sizeof(out->refused_file), "%s", path);
+	}
+	return why == NULL;
 }
 
 /* The .gnu_debuglink file next to path, in .debug/ or under DEBUG_ROOT. */
 static bool
-find_link(Elf *elf, const char *path, char *out, size_t size)
+find_link(Elf *elf, const char *path, const hp_want *id, hp_debuginfo *out)
 {
-	GElf_Word	crc;
-	const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
+	hp_want		w = *id;
+	const char *link = dwelf_elf_gnu_debuglink(elf, &w.crc);
 	const char *slash = strrchr(path, '/');
 	int			dirlen = slash ? (int) (slash - path) : 0;
 	static const char *const forms[] = {"%.*s/%s", "%.*s/.debug/%s", DEBUG_ROOT "%.*s/%s"};
+	char		file[sizeof(out->file)];
 
 	if (link == NULL || strchr(link, '/') != NULL)
 		return false;
+	/* without a build-id, the link's CRC is what tells the file */
+	w.has_crc = w.idlen == 0;
 	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
 	{
-		int			n = snprintf(out, size, forms[i], dirlen, path, link);
+		int			n = snprintf(file, sizeof(file), forms[i], dirlen, path, link);
 
 		/* the object itself is no debug file, even when the link names it */
-		if (n > 0 && (size_t) n < size && strcmp(out, path) != 0 && readable(out))
+		if (n > 0 && (size_t) n < sizeof(file) && strcmp(file, path) != 0 && admitted(file, &w, out))
+		{
+			memcpy(out->file, file, sizeof(file));
 			return true;
+		}
 	}
 	return false;
 }
@@ -74,6 +99,7 @@ hp_debuginfo_probe(const char *path, hp_debuginfo *out)
 	Elf		   *elf;
 	const void *bits = NULL;
 	ssize_t		len;
+	hp_want		w = {NULL, 0, false, 0};
 	char		built[sizeof(out->file)];
 
 	memset(out, 0, sizeof(*out));
@@ -89,8 +115,11 @@ hp_debuginfo_probe(const char *path, hp_debuginfo *out)
 	}
 	len = dwelf_elf_gnu_build_id(elf, &bits);
 	if (len > 0 && (size_t) len * 2 < sizeof(out->build_id))
+	{
 		for (ssize_t i = 0; i < len; i++)
 			snprintf(out->build_id + 2 * i, 3, "%02x", ((const unsigned char *) bits)[i]);
+		w = (hp_want) {bits, (size_t) len, false, 0};
+	}
 	built[0] = '\0';
 	if (out->build_id[0])
 		snprintf(built, sizeof(built), DEBUG_ROOT "/.build-id/%.2s/%s.debug",
@@ -100,15 +129,17 @@ hp_debuginfo_probe(const char *path, hp_debuginfo *out)
 		out->found = true;
 		snprintf(out->file, sizeof(out->file), "%s", path);
 	}
-	else if (built[0] && readable(built))
+	else if (built[0] && admitted(built, &w, out))
 	{
 		out->found = true;
 		memcpy(out->file, built, sizeof(built));
 	}
-	else if (find_link(elf, path, out->file, sizeof(out->file)))
+	else if (find_link(elf, path, &w, out))
 		out->found = true;
 	else
 		memcpy(out->file, built, sizeof(built));
+	if (out->found)
+		out->refused = NULL;
 	elf_end(elf);
 	close(fd);
 	return true;

@@ -15,13 +15,16 @@ typedef struct hp_debuginfo
 	bool		found;			/* DWARF in the file or in a separate debug file */
 	char		file[4096];		/* the file holding it; when not found, the
 								 * build-id path looked at ("" without a build-id) */
+	const char *refused;		/* why a file there was refused (another build), or NULL */
+	char		refused_file[4096];
 } hp_debuginfo;
 
 /*
  * Look where libdwfl looks, locally only: the file's own .debug_info,
  * /usr/lib/debug/.build-id/xx/rest.debug, and its .gnu_debuglink name next
- * to it, in .debug/ and under /usr/lib/debug.  False when the file cannot be
- * read as ELF.
+ * to it, in .debug/ and under /usr/lib/debug.  A file there of another
+ * build (its build-id, or without one the link's CRC) is refused: not
+ * found, and said in refused.  False when the file cannot be read as ELF.
  */
 extern bool hp_debuginfo_probe(const char *path, hp_debuginfo *out);
 

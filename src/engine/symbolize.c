@@ -29,9 +29,11 @@
 #include "sym_internal.h"
 
 #include "maps.h"
+#include "verify.h"
 
 #include <elfutils/libdwelf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -51,6 +53,8 @@ struct mod_index
 	uint64_t	bias;
 	Elf		   *elf;			/* the file as libdwfl read it, or NULL */
 	bool		fetched;		/* found by build-id through the fetcher */
+	bool		asked[2];		/* the fetcher asked for its debug file, its dwz file */
+	bool		dwarf;			/* its DWARF is usable (module_dwarf) */
 	hp_symbolizer *s;		/* for the libdwfl callbacks */
 
 	/*
@@ -87,6 +91,9 @@ struct hp_symbolizer
 	bool		removed;		/* a module went at the last report */
 	hp_fetcher	fetcher;	/* all NULL: local files only */
 	hp_index_store store;		/* map NULL: no shared indexes */
+	/* files from outside refused by hp_verify_file, each said once */
+	char		refused[HP_MAX_REFUSALS][256];
+	size_t		nrefused;
 };
 
 static hp_index_counts counts;
@@ -103,17 +110,42 @@ recorded_id(const hp_symbolizer *s, uint64_t bias)
 	return NULL;
 }
 
-/* Is the ELF file open at fd the build want? */
-static bool
-file_is(int fd, const hp_build_id *want)
+/* Say once that a file from outside was refused, and why. */
+static void
+note_refusal(hp_symbolizer *s, const char *what, const char *object, const char *why,
+			 const char *where)
 {
-	Elf		   *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	const void *bits;
-	ssize_t		len = elf ? dwelf_elf_gnu_build_id(elf, &bits) : -1;
-	bool		same = len > 0 && (size_t) len == want->len && memcmp(bits, want->id, want->len) == 0;
+	char		line[sizeof(s->refused[0])];
 
-	elf_end(elf);
-	return same;
+	snprintf(line, sizeof(line), "%s for %s refused: %s (%s)", what, object, why, where);
+	for (size_t i = 0; i < s->nrefused; i++)
+		if (strcmp(s->refused[i], line) == 0)
+			return;
+	if (s->nrefused < HP_MAX_REFUSALS)
+		memcpy(s->refused[s->nrefused++], line, sizeof(line));
+}
+
+/*
+ * fd (path *file, malloc'ed) if it is the file w asks for; else nothing
+ * stays of it: refused, and removed from the fetcher's cache when fetched.
+ */
+static int
+admit(mod_index *ix, int fd, char **file, const hp_want *w, const char *what, bool fetched)
+{
+	const char *why = hp_verify_file(NULL, fd, w);
+
+	if (why == NULL)
+		return fd;
+	close(fd);
+	if (ix)
+	{
+		note_refusal(ix->s, what, ix->object, why, fetched ? "from debuginfod" : *file ? *file : "local");
+		if (fetched && *file && ix->s->fetcher.discard)
+			ix->s->fetcher.discard(ix->s->fetcher.arg, *file);
+	}
+	free(*file);
+	*file = NULL;
+	return -1;
 }
 
 /*
@@ -130,22 +162,19 @@ find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 	mod_index  *ix = *userdata;
 	int			fd = dwfl_linux_proc_find_elf(mod, userdata, name, base, file, elfp);
 	const hp_build_id *want;
+	hp_want		w;
 	char	   *path = NULL;
 	int			got;
 
 	if (ix == NULL || ix->s->fetcher.executable == NULL ||
-		(want = recorded_id(ix->s, base)) == NULL || want->len == 0 ||
-		(fd >= 0 && *elfp == NULL && file_is(fd, want)))
+		(want = recorded_id(ix->s, base)) == NULL || want->len == 0)
+		return fd;
+	w = (hp_want) {want->id, want->len, false, 0};
+	if (fd >= 0 && *elfp == NULL && hp_verify_file(NULL, fd, &w) == NULL)
 		return fd;
 	got = ix->s->fetcher.executable(ix->s->fetcher.arg, want->id, want->len, &path);
-	if (got < 0)
+	if (got < 0 || (got = admit(ix, got, &path, &w, "executable", true)) < 0)
 		return fd;
-	if (!file_is(got, want))
-	{
-		close(got);
-		free(path);
-		return fd;
-	}
 	if (fd >= 0)
 		close(fd);
 	elf_end(*elfp);
@@ -156,21 +185,71 @@ find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 	return got;
 }
 
-/* Debug info from the usual local places, else from the fetcher. */
+/*
+ * What a debug file asked for must be: libdwfl asks for the module's own
+ * (link: the main file's .gnu_debuglink, the very pointer libelf gives) and
+ * then, once that file's DWARF is open, for the dwz file it names in its
+ * .gnu_debugaltlink (link: that name), whose build-id the DWARF holds.
+ * Returns 0 for the debug file, 1 for the dwz file, -1 when neither is
+ * known (then nothing is admitted).
+ */
+static int
+wanted(Dwfl_Module *mod, const char *link, GElf_Word crc, hp_want *w)
+{
+	GElf_Addr	bias;
+	GElf_Word	own_crc;
+	Elf		   *elf = dwfl_module_getelf(mod, &bias);
+	const unsigned char *bits;
+	const char *alt;
+	const void *altid;
+	ssize_t		len;
+	Dwarf	   *dw;
+
+	*w = (hp_want) {NULL, 0, false, 0};
+	if (elf && link == dwelf_elf_gnu_debuglink(elf, &own_crc))
+	{
+		len = dwfl_module_build_id(mod, &bits, &bias);
+		*w = (hp_want) {bits, len > 0 ? (size_t) len : 0, link != NULL, crc};
+		return 0;
+	}
+	/* only now is the module's DWARF open (asked before, libdwfl would look for it again) */
+	if (link == NULL || crc != 0 || (dw = dwfl_module_getdwarf(mod, &bias)) == NULL ||
+		(len = dwelf_dwarf_gnu_debugaltlink(dw, &alt, &altid)) <= 0 || alt != link)
+		return -1;
+	*w = (hp_want) {altid, (size_t) len, false, 0};
+	return 1;
+}
+
+/*
+ * Debug info from the usual local places, else from the fetcher; either
+ * way only the build asked for (libdwfl checks its own finds too, but a
+ * fetched file it would take as it comes).
+ */
 static int
 find_debuginfo(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 			   const char *file, const char *link, GElf_Word crc, char **debug)
 {
 	mod_index  *ix = *userdata;
+	hp_want		w;
+	int			kind = wanted(mod, link, crc, &w);
+	const char *what = kind == 1 ? "dwz file" : "debug file";
 	int			fd = dwfl_standard_find_debuginfo(mod, userdata, name, base, file, link, crc, debug);
-	const unsigned char *bits;
-	GElf_Addr	vaddr;
-	int			len;
 
-	if (fd >= 0 || ix == NULL || ix->s->fetcher.debuginfo == NULL ||
-		(len = dwfl_module_build_id(mod, &bits, &vaddr)) <= 0)
+	if (fd >= 0)
+	{
+		if (kind >= 0)
+			return admit(ix, fd, debug, &w, what, false);
+		close(fd);
+		free(*debug);
+		*debug = NULL;
+		return -1;
+	}
+	/* asked once: a refused file is not fetched again for the next lookup */
+	if (kind < 0 || w.idlen == 0 || ix == NULL || ix->s->fetcher.debuginfo == NULL || ix->asked[kind])
 		return fd;
-	return ix->s->fetcher.debuginfo(ix->s->fetcher.arg, bits, (size_t) len, debug);
+	ix->asked[kind] = true;
+	fd = ix->s->fetcher.debuginfo(ix->s->fetcher.arg, w.id, w.idlen, debug);
+	return fd < 0 ? fd : admit(ix, fd, debug, &w, what, true);
 }
 
 static const Dwfl_Callbacks callbacks = {
@@ -626,15 +705,19 @@ file_build_id(Elf *elf, const uint8_t **id)
 
 /*
  * Is the object's debug file where a debug-info package installs it
- * (/usr/lib/debug/.build-id/NN/REST.debug)?  An index written before it was
- * installed is written again, so that installing it names the code.
+ * (/usr/lib/debug/.build-id/NN/REST.debug), and that build's?  An index
+ * written before it was installed is written again, so that installing it
+ * names the code.
  */
 static bool
 debug_file_installed(const uint8_t *id, size_t idlen)
 {
 	char		path[64 + 2 * 64 + 8] = "/usr/lib/debug/.build-id/";
 	size_t		n = strlen(path);
+	hp_want		w = {id, idlen, false, 0};
 	struct stat st;
+	bool		same;
+	int			fd;
 
 	if (idlen < 2)
 		return false;
@@ -645,7 +728,40 @@ debug_file_installed(const uint8_t *id, size_t idlen)
 			path[n++] = '/';
 	}
 	snprintf(path + n, sizeof(path) - n, ".debug");
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+		return false;
+	same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && hp_verify_file(NULL, fd, &w) == NULL;
+	close(fd);
+	return same;
+}
+
+/*
+ * May the module's DWARF be used?  Not when the dwz file it names is another
+ * build: libdwfl gets only a verified one (find_debuginfo), but libdw, when
+ * it got none, opens one by its path on its own, unchecked.
+ */
+static bool
+module_dwarf(hp_symbolizer *s, mod_index *ix)
+{
+	Dwarf_Addr	bias;
+	Dwarf	   *dw = dwfl_module_getdwarf(ix->mod, &bias);
+	const char *name;
+	const void *want;
+	const void *have = NULL;
+	ssize_t		len;
+	ssize_t		altlen = -1;
+	Dwarf	   *alt;
+
+	if (dw == NULL)
+		return false;
+	if ((len = dwelf_dwarf_gnu_debugaltlink(dw, &name, &want)) <= 0 || (alt = dwarf_getalt(dw)) == NULL)
+		return true;
+	if (dwarf_getelf(alt))
+		altlen = dwelf_elf_gnu_build_id(dwarf_getelf(alt), &have);
+	if (altlen > 0 && hp_verify_id(have, (size_t) altlen, want, (size_t) len))
+		return true;
+	note_refusal(s, "dwz file", ix->object, altlen > 0 ? "build-id mismatch" : "no build-id", name);
+	return false;
 }
 
 /* Map the object's index from the store; false when there is no usable one. */
@@ -699,6 +815,7 @@ write_index(hp_symbolizer *s, mod_index *ix, hp_arena *a)
 	hpx_writer_init(&w, a);
 	if (ix->syms.defines_mallctl)
 		w.flags |= HPX_DEFINES_MALLCTL;
+	/* not for DWARF refused (module_dwarf): written again, it would be refused again */
 	if (dwfl_module_getdwarf(ix->mod, &(Dwarf_Addr) {0}) == NULL)
 		w.flags |= HPX_NO_DEBUG_INFO;
 	for (size_t i = 0; i < ix->syms.nsyms; i++)
@@ -720,7 +837,8 @@ write_index(hp_symbolizer *s, mod_index *ix, hp_arena *a)
 		hp_work(a->env, 1);
 		hpx_add_fde(&w, ix->fdes.v[i].lo, ix->fdes.v[i].hi);
 	}
-	sym_dwarf_export(a->env, &ix->cus, ix->mod, ix->bias, &w);
+	if (ix->dwarf)
+		sym_dwarf_export(a->env, &ix->cus, ix->mod, ix->bias, &w);
 	account(s, ix);
 	if ((buf = hpx_finish(&w, id, idlen, &len)) != NULL)
 	{
@@ -790,6 +908,7 @@ module_index(hp_symbolizer *s, Dwfl_Module *mod, hp_arena *a)
 		dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &file, NULL);
 		if ((ix->same = same_file(s, ix, file, env)) == NULL && !map_index(s, ix))
 		{
+			ix->dwarf = module_dwarf(s, ix);
 			sym_elf_index(env, mod, &ix->syms);
 			sym_ehframe_index(env, elf, &ix->fdes);
 			write_index(s, ix, a);
@@ -1019,7 +1138,7 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 		return;
 	}
 	fpc = pc - ix->bias + fx->bias;
-	line = dwfl_module_getsrc(fx->mod, fpc);
+	line = fx->dwarf ? dwfl_module_getsrc(fx->mod, fpc) : NULL;
 	if (line)
 	{
 		const char *file = dwfl_lineinfo(line, NULL, &out->line, NULL, NULL, NULL);
@@ -1027,7 +1146,7 @@ hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out)
 		if (file)
 			out->file = hp_strdup(a, file);
 	}
-	else
+	else if (fx->dwarf)
 		dwarf_line(a->env, fx, fpc, a, out);
 
 	sym = sym_elf_find(&fx->syms, fpc);
@@ -1059,6 +1178,13 @@ void
 hp_symbolizer_store(hp_symbolizer *s, const hp_index_store *st)
 {
 	s->store = *st;
+}
+
+void
+hp_symbolizer_refusals(const hp_symbolizer *s, void (*each) (void *arg, const char *refusal), void *arg)
+{
+	for (size_t i = 0; i < s->nrefused; i++)
+		each(arg, s->refused[i]);
 }
 
 void

@@ -109,18 +109,30 @@ extern void hp_symbolizer_verdicts(hp_symbolizer *s,
  */
 extern void hp_symbolize(hp_symbolizer *s, uint64_t pc, hp_arena *a, hp_symbol *out);
 
+/*
+ * The files from outside (debug files local or fetched, dwz files, fetched
+ * executables) refused since the session began, each once, as "debug file
+ * for OBJECT refused: WHY (WHERE)"; at most HP_MAX_REFUSALS.
+ */
+#define HP_MAX_REFUSALS 16
+extern void hp_symbolizer_refusals(const hp_symbolizer *s,
+								   void (*each) (void *arg, const char *refusal), void *arg);
+
 /* Bytes held by the per-module indexes. */
 extern size_t hp_symbolizer_memory(const hp_symbolizer *s);
 
 /*
  * Files this machine lacks, found by build-id elsewhere (the command-line
  * tools' debuginfod client; the server never sets one).  Each returns an
- * open descriptor and the file's malloc'ed path, or -1.
+ * open descriptor and the file's malloc'ed path, or -1.  A file that is not
+ * the build asked for (verify.h) is refused and given to discard, which
+ * removes it from the fetcher's cache: no later run finds it there.
  */
 typedef struct hp_fetcher
 {
 	int			(*executable) (void *arg, const unsigned char *id, size_t len, char **path);
 	int			(*debuginfo) (void *arg, const unsigned char *id, size_t len, char **path);
+	void		(*discard) (void *arg, const char *path);
 	void	   *arg;
 } hp_fetcher;
 

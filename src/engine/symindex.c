@@ -8,6 +8,7 @@
  */
 #include "ranges.h"
 #include "symindex.h"
+#include "verify.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +36,8 @@ hp_symindex_open(hp_symindex *ix, const void *p, size_t len,
 
 	if (p == NULL || len < sizeof(hpx_header) || ((uintptr_t) p) % 8 != 0 ||
 		memcmp(h->magic, HPX_MAGIC, sizeof(h->magic)) != 0 ||
-		h->version != HPX_VERSION || h->size != len ||
-		idlen == 0 || idlen > sizeof(h->id) || h->idlen != idlen ||
-		memcmp(h->id, id, idlen) != 0)
+		h->version != HPX_VERSION || h->size != len || h->idlen > sizeof(h->id) ||
+		!hp_verify_id(h->id, h->idlen, id, idlen))
 		return false;
 	for (int i = 0; i < HPX_NTABLES; i++)
 		if (!table_ok(&h->t[i], rec[i], len))

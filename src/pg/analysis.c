@@ -214,6 +214,9 @@ hpg_unsampled_while_context(void)
 
 /* ---- running the engine ---- */
 
+/* The symbolizer's refusals of files from outside said so far (once each). */
+static size_t refusals_said;
+
 static int64
 drop_symbolizer(void)
 {
@@ -223,8 +226,24 @@ drop_symbolizer(void)
 	hp_symbolizer_free(symbolizer);
 	symbolizer = NULL;
 	symbolizer_bytes = 0;
+	refusals_said = 0;
 	/* what was really returned, when jemalloc can tell */
 	return before > 0 ? before - hpj_thread_net() : freed;
+}
+
+/* A debug or dwz file of another build than its object's was not used: said once. */
+static void
+say_refusal(void *arg, const char *refusal)
+{
+	size_t	   *i = arg;
+
+	if ((*i)++ < refusals_said)
+		return;
+	refusals_said++;
+	ereport(NOTICE,
+			(errmsg("%s", refusal),
+			 errdetail("The object's code is named from its symbol tables only, or labelled by address."),
+			 errhint("Install the debug info of the build that is loaded.")));
 }
 
 hp_result *
@@ -279,6 +298,7 @@ hpg_analyze(const StringInfo dump, const StringInfo base,
 		index_settle();
 	symbolizer_bytes += hpj_thread_net() - before - an->engine_bytes;
 	MemoryContextSwitchTo(old);
+	hp_symbolizer_refusals(symbolizer, say_refusal, &(size_t) {0});
 	return &an->result;
 }
 

@@ -103,6 +103,7 @@ hpg_missing_debug_info(const char **hint)
 	int			n = probe_objects(&paths, &info);
 	ArrayBuildState *names = initArrayResult(TEXTOID, CurrentMemoryContext, false);
 	StringInfoData list;
+	StringInfoData refused;
 	int			first = -1;
 	bool		server = false;
 	bool		self = false;
@@ -110,10 +111,15 @@ hpg_missing_debug_info(const char **hint)
 	const char *package;
 
 	initStringInfo(&list);
+	initStringInfo(&refused);
 	for (int i = 0; i < n; i++)
 	{
 		if (info[i].found)
 			continue;
+		/* a debug file of another build is there: said, so that it is replaced */
+		if (info[i].refused)
+			appendStringInfo(&refused, " Debug file for %s refused: %s (%s).", base_name(paths[i]),
+							 info[i].refused, info[i].refused_file);
 		accumArrayResult(names, CStringGetTextDatum(base_name(paths[i])), false, TEXTOID,
 						 CurrentMemoryContext);
 		appendStringInfo(&list, "%s%s", list.len ? ", " : "", base_name(paths[i]));
@@ -137,12 +143,13 @@ hpg_missing_debug_info(const char **hint)
 			package = "their debug symbols (the extensions' -dbgsym or -debuginfo packages)";
 		*hint = psprintf("No debug info for %s: reports label their code by address (%s+0x...). "
 						 "Install %s%s; heapprof looks for %s (heapprof_objects() lists every object), "
-						 "or symbolize on a client with debuginfod (heapprof-report, pg_heapprof).",
+						 "or symbolize on a client with debuginfod (heapprof-report, pg_heapprof).%s",
 						 list.data, base_name(paths[first]), package,
 						 self ? psprintf(", and for heapprof.so postgresql-%s-heapprof-dbgsym "
 										 "(make deb builds it next to postgresql-%s-heapprof)",
 										 PG_MAJORVERSION, PG_MAJORVERSION) : "",
-						 info[first].file[0] ? info[first].file : "a .gnu_debuglink or /usr/lib/debug file");
+						 info[first].file[0] ? info[first].file : "a .gnu_debuglink or /usr/lib/debug file",
+						 refused.data);
 	}
 	return makeArrayResult(names, CurrentMemoryContext);
 }

@@ -14,9 +14,11 @@
  * following links or blocking, and the open one must be the lstat'ed one),
  * owned by the server's user, writable by nobody else, with one link, at
  * most heapprof.symbol_index_limit long; the engine then checks its
- * header, build-id and every table's bounds.  A file refused is removed,
- * and the index written again.  Files are never changed in place (a reader
- * would fault on a truncated mapping): replaced only by a rename.
+ * header, build-id (engine/verify.h) and every table's bounds.  A file
+ * refused is removed -- that file only, kept open meanwhile: never one
+ * published since under its name -- and the index written again.  Files
+ * are never changed in place (a reader would fault on a truncated
+ * mapping): replaced only by a rename.
  *
  * heapprof.symbol_index_limit bounds the folder: every file, drafts
  * included, counted with the new draft before its name is taken (store.c's
@@ -70,6 +72,16 @@ static char building_path[MAXPGPATH];
 
 /* What this analysis has waited so far. */
 static long waited_ms;
+
+/*
+ * The file index_map last judged at its path (judged_set), and, when it
+ * opened it, the descriptor kept open so that its inode cannot go to
+ * another file: index_discard removes the file at the path only while it
+ * is still that one, never an index another backend published meanwhile.
+ */
+static struct stat judged;
+static bool judged_set;
+static int	judged_fd = -1;
 
 static int64
 limit_bytes(void)
@@ -127,11 +139,21 @@ build_release(void)
 	building_fd = -1;
 }
 
+static void
+forget_judged(void)
+{
+	if (judged_fd >= 0)
+		close(judged_fd);
+	judged_fd = -1;
+	judged_set = false;
+}
+
 /* After each analysis, however it ended: no lock held, a new wait budget. */
 static void
 build_settle(void)
 {
 	build_release();
+	forget_judged();
 	waited_ms = 0;
 }
 
@@ -225,6 +247,7 @@ index_map(void *arg, const uint8_t *id, size_t idlen, size_t *len, bool *refused
 	int			fd;
 	void	   *p;
 
+	forget_judged();
 	if (symbol_index_limit_kb == 0 || !index_path(path, id, idlen))
 		return NULL;
 	found = lstat(path, &ls) == 0;
@@ -235,31 +258,31 @@ index_map(void *arg, const uint8_t *id, size_t idlen, size_t *len, bool *refused
 	if ((!found || ls.st_nlink > 1) && (build_or_wait(path) || lstat(path, &ls) != 0))
 		return NULL;
 	*refused = true;
+	judged = ls;
+	judged_set = true;
 	if (!S_ISREG(ls.st_mode))
 		return NULL;
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | PG_BINARY);
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-		st.st_dev != ls.st_dev || st.st_ino != ls.st_ino ||
+	judged_fd = fd;
+	if (fstat(fd, &st) != 0)
+		return NULL;
+	judged = st;				/* the file opened is the one judged */
+	if (!S_ISREG(st.st_mode) || st.st_dev != ls.st_dev || st.st_ino != ls.st_ino ||
 		st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 ||
 		st.st_nlink != 1 || st.st_size <= 0 || st.st_size > MAX_INDEX_BYTES)
-	{
-		close(fd);
 		return NULL;
-	}
 	/*
 	 * Over this session's limit (a superuser may lower it for a session): not
 	 * used here, but not refused either, so other backends keep it.
 	 */
 	if (st.st_size > limit_bytes())
 	{
-		close(fd);
 		*refused = false;
 		return NULL;
 	}
 	p = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
 	if (p == MAP_FAILED)
 	{
 		*refused = false;		/* out of address space: the file may be fine */
@@ -283,11 +306,16 @@ index_discard(void *arg, const uint8_t *id, size_t idlen)
 {
 	char		path[MAXPGPATH];
 
-	/* a link is removed, never followed; a directory stays */
-	if (index_path(path, id, idlen) && unlink(path) != 0 && errno != ENOENT)
+	/*
+	 * Only the file refused, while still at its path (a link is removed,
+	 * never followed; a directory stays).
+	 */
+	if (judged_set && index_path(path, id, idlen) && is_at(path, &judged) &&
+		unlink(path) != 0 && errno != ENOENT)
 		ereport(LOG,
 				(errcode_for_file_access(),
 				 errmsg("could not remove the unusable symbol index \"%s\": %m", path)));
+	forget_judged();
 }
 
 static void
