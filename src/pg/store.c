@@ -244,6 +244,24 @@ move_aside(const char *path, const char *dir, char *aside)
 	return rc;
 }
 
+int
+hpg_store_remove_judged(const char *dir, const char *path, const struct stat *st)
+{
+	char		aside[MAXPGPATH];
+	struct stat moved;
+	int			rc;
+
+	if (S_ISDIR(st->st_mode))
+		return EISDIR;			/* a directory stays */
+	if ((rc = move_aside(path, dir, aside)) != 0)
+		return rc;
+	if (lstat(aside, &moved) == 0 && moved.st_dev == st->st_dev && moved.st_ino == st->st_ino)
+		return unlink(aside) == 0 ? 0 : errno;
+	/* another file took the name since it was judged: it goes back (or, taken again, stays a draft) */
+	(void) rename_new(aside, path);
+	return ESTALE;
+}
+
 bool
 hpg_store_owner(const char *dir, const char *name, Oid *owner)
 {

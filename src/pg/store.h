@@ -88,6 +88,15 @@ extern void hpg_store_put(const char *dir, const char *name, const char *text, s
 						  const hpg_quota *q, void (*refused) (const hpg_usage *u, void *arg), void *arg);
 
 /*
+ * Remove the file at path (in dir) if it is still the one st describes --
+ * judged by its inode once moved aside, never by its name, so that a file
+ * published there meanwhile stays: 0, ESTALE (another file is there), or
+ * an errno (EISDIR: a directory is never removed).
+ */
+struct stat;
+extern int	hpg_store_remove_judged(const char *dir, const char *path, const struct stat *st);
+
+/*
  * The owner of DIR/NAME.heap by its first line, read alone: true, or false
  * if there is no such file (InvalidOid: a file without an owner line).
  */

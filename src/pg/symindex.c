@@ -305,13 +305,15 @@ static void
 index_discard(void *arg, const uint8_t *id, size_t idlen)
 {
 	char		path[MAXPGPATH];
+	int			rc;
 
 	/*
 	 * Only the file refused, while still at its path (a link is removed,
 	 * never followed; a directory stays).
 	 */
-	if (judged_set && index_path(path, id, idlen) && is_at(path, &judged) &&
-		unlink(path) != 0 && errno != ENOENT)
+	if (judged_set && index_path(path, id, idlen) &&
+		(rc = hpg_store_remove_judged(HPG_SYMBOL_DIR, path, &judged)) != 0 && rc != ENOENT && rc != ESTALE &&
+		(errno = rc) != 0)
 		ereport(LOG,
 				(errcode_for_file_access(),
 				 errmsg("could not remove the unusable symbol index \"%s\": %m", path)));
