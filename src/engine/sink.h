@@ -19,8 +19,10 @@
  *                  escapes, controls dropped, bytes that are not UTF-8 '?'.
  *   HP_SINK_DOT    the inside of a Graphviz quoted label: " and \ escaped,
  *                  & as &amp; (Graphviz decodes entities, whose result would
- *                  reach its SVG raw), controls and bytes that are not UTF-8
- *                  as the text \xHH: whatever Graphviz draws is well-formed.
+ *                  reach its SVG raw), C0 controls, DEL and bytes that are
+ *                  not UTF-8 as the text \xHH, C1 controls as \u00HH:
+ *                  whatever Graphviz draws is well-formed, and the file
+ *                  passes the terminal check.
  *
  * A character is never cut: a limit stops before the character that does
  * not fit.

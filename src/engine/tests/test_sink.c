@@ -206,6 +206,8 @@ sink_why(hp_sink k, const char *s, size_t n)
 
 static const char *const sink_names[] = {"term", "lines", "xml", "js", "dot"};
 
+_Static_assert(lengthof(sink_names) == HP_SINK_DOT + 1, "a name per sink");
+
 /* Every byte alone, every C1 character, every hostile string, through every sink. */
 static void
 sinks(void)
