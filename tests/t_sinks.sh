@@ -108,7 +108,7 @@ if ./heapprof-report "$w/bad${esc}name.heap" >/dev/null 2>"$w/err.bad"; then fai
 term_ok "$w/err.bad" "heapprof-report's error about a malformed dump"
 
 # -- pg_heapprof --captures: a statement whose comment holds escape sequences
-cli() { ./pg_heapprof -d "${CLI_DB:-postgres}" "$@"; }
+cli() { ./pg_heapprof -d postgres "$@"; }
 create_ext heapprof heapprof_test
 data=$(q -c "SHOW data_directory")
 rm -f "$data"/heapprof/captures/*.heap
@@ -139,7 +139,9 @@ hostile_sql=$(printf "%s" "${names[1]}|${names[2]}|${names[3]}|]]></script><scri
 DB=hp_sinks q >/dev/null <<SQL
 ALTER EXTENSION heapprof DROP FUNCTION heapprof_stacks(text, text, boolean, text, boolean, text, integer, boolean, double precision);
 DROP FUNCTION heapprof_stacks(text, text, boolean, text, boolean, text, integer, boolean, double precision);
--- every control and C1 character, the hostile names, 5000 stacks of 1e300 and a few of inf and NaN
+-- every control and C1 character, the hostile names, 5000 stacks of 1e300, one of 1e304 5000 frames deep (drawn
+-- frames beyond MAX_FRAMES: the flame graph looks for a cut), and with hp_sinks.sizes = odd a few
+-- of inf and NaN
 CREATE FUNCTION heapprof_stacks(focus text DEFAULT NULL, ignore text DEFAULT NULL, fold boolean DEFAULT true,
     base text DEFAULT NULL, drop_negative boolean DEFAULT false, stored text DEFAULT NULL,
     pid integer DEFAULT NULL, peak boolean DEFAULT false, seconds double precision DEFAULT NULL)
@@ -148,18 +150,24 @@ LANGUAGE sql AS \$\$
   SELECT 1e300::float8, 1::float8, ARRAY['leaf ' || n || ' ' || chr(1 + n % 159), 'main'], NULL::bigint, NULL::text
     FROM generate_series(1, 5000) n
   UNION ALL
+  SELECT 1e304::float8, 1::float8, array_agg('deep ' || n ORDER BY n), NULL, NULL FROM generate_series(1, 5000) n
+  UNION ALL
   SELECT v, v, ARRAY[h, string_agg(chr(c), '' ORDER BY c), 'main'], NULL, NULL
     FROM unnest(string_to_array('$hostile_sql', '|')) h,
-         unnest(ARRAY['inf', '-inf', 'nan', '-1e300', '0']::float8[]) v,
+         unnest(CASE current_setting('hp_sinks.sizes') WHEN 'huge' THEN ARRAY['1e300']
+                ELSE ARRAY['inf', '-inf', 'nan', '-1e300', '0'] END::float8[]) v,
          generate_series(1, 159) c
    GROUP BY h, v
 \$\$;
 SQL
-for f in text top collapsed dot svg flamegraph pprof; do
-	CLI_DB=hp_sinks timeout 120 ./pg_heapprof -d hp_sinks --backend-type checkpointer --merge --report "$f" \
-		-o "$w/merged.$f" 2>"$w/merged.$f.err" || fail "--merge --report $f (a loop ends at the timeout): $(head -c 300 "$w/merged.$f.err")"
-	check "$w/merged.$f" "$f" "pg_heapprof --merge --report $f"
-	term_ok "$w/merged.$f.err" "pg_heapprof --merge --report $f's messages"
+for sizes in huge odd; do
+	q -c "ALTER DATABASE hp_sinks SET hp_sinks.sizes = '$sizes'" >/dev/null
+	for f in text top collapsed dot svg flamegraph pprof; do
+		timeout 120 ./pg_heapprof -d hp_sinks --backend-type checkpointer --merge --report "$f" -o "$w/merged.$f" \
+			2>"$w/merged.$f.err" || fail "--merge --report $f, $sizes sizes (a loop ends at the timeout): $(head -c 300 "$w/merged.$f.err")"
+		check "$w/merged.$f" "$f" "pg_heapprof --merge --report $f, $sizes sizes"
+		term_ok "$w/merged.$f.err" "pg_heapprof --merge --report $f's messages"
+	done
 done
 grep -F 'bell\x07_ring' "$w/merged.top" >/dev/null || fail "--merge --report top: the name is not escaped: $(cat -v "$w/merged.top")"
 
@@ -180,4 +188,4 @@ if ./pg_heapprof -d hp_sinks --backend-type checkpointer --merge --report text -
 fi
 term_ok "$w/relayed" "pg_heapprof's relay of the server's error"
 grep -F 'bell\x07_ring' "$w/relayed" >/dev/null || fail "the server's error is not shown escaped: $(cat -v "$w/relayed")"
-echo "sinks: heapprof-report's 7 reports and 2 errors, pg_heapprof's --captures, --list, 7 merged formats and a relayed error, each by its parser"
+echo "sinks: heapprof-report's 7 reports and 2 errors, pg_heapprof's --captures, --list, 7 merged formats of 1e300 and of inf/NaN sizes and a relayed error, each by its parser"

@@ -236,19 +236,6 @@ choose(server *s)
 	}
 }
 
-/* A server's notices (an empty profile, ...) name the server. */
-static void
-notice(void *arg, const char *message)
-{
-	char		label[1024];
-	char		shown[8192];
-
-	/* a server's thread: its own buffers, cut to their size */
-	fprintf(stderr, "%s: %s: %s", progname,
-			hp_sink_str(HP_SINK_TERM, ((server *) arg)->label, strlen(((server *) arg)->label), label, sizeof(label)),
-			hp_sink_str(HP_SINK_LINES, message, strlen(message), shown, sizeof(shown)));
-}
-
 /* A server's thread: connect, choose the processes, ask each of them. */
 static void *
 serve(void *arg)
@@ -258,8 +245,6 @@ serve(void *arg)
 
 	if (!connect_server(s))
 		return NULL;
-	if (o->nconn > 1)
-		PQsetNoticeProcessor(s->conn, notice, s);
 	if (o->window)
 		s->cancel = PQgetCancel(s->conn);
 	if (o->action == ACT_CAPTURES || o->action == ACT_SETUP)

@@ -407,7 +407,7 @@ renderers(t_env *env)
 	}
 
 	/* each extreme size alone, with a base of the next, and all of them at once */
-	alarm(120);
+	alarm(60);
 	for (size_t i = 0; i <= NS; i++)
 	{
 		hp_arena	a;
@@ -431,34 +431,42 @@ renderers(t_env *env)
 			printf("# bytes %g: %s: %s\n", i < NS ? sizes[i] : 0.0, r.kind, r.why);
 		hp_arena_free(&a);
 	}
-	/* wider than MAX_FRAMES: the flame graph searches a cut */
-	for (size_t i = 0; i < NS; i++)
+	/*
+	 * More frames than the flame graph draws (MAX_FRAMES), so that it
+	 * searches a cut: 5000 stacks under one root (odd i), or one 5000
+	 * frames deep, each as wide as the total (even i)
+	 */
+	for (size_t i = 0; i < 2 * NS; i++)
 	{
 		enum
 		{
-			WIDE = 5000
+			MANY = 5000
 		};
 		hp_arena	a;
-		hp_named_stack *wide;
+		hp_named_stack *st_many;
+		const char **deep;
 		run			r;
 
 		hp_arena_init(&a, &env->env);
-		wide = hp_alloc(&a, WIDE * sizeof(*wide));
-		for (size_t j = 0; j < WIDE; j++)
+		st_many = hp_alloc(&a, MANY * sizeof(*st_many));
+		deep = hp_alloc(&a, MANY * sizeof(char *));
+		for (size_t j = 0; j < MANY; j++)
 		{
 			const char **fr = hp_alloc(&a, 2 * sizeof(char *));
 			char	   *leaf = hp_alloc(&a, 32);
 
 			snprintf(leaf, 32, "leaf\x1b%zu", j);
-			fr[0] = leaf;
+			fr[0] = deep[j] = leaf;
 			fr[1] = "main";
-			wide[j] = (hp_named_stack) {fr, 2, false, sizes[i], 1};
+			st_many[j] = (hp_named_stack) {fr, 2, false, sizes[i / 2], 1};
 		}
-		r = (run) {&a, wide, WIDE, false, NULL, NULL};
+		if (i % 2 == 0)
+			st_many[0] = (hp_named_stack) {deep, MANY, false, sizes[i / 2], 1};
+		r = (run) {&a, st_many, i % 2 ? MANY : 1, false, NULL, NULL};
 		if (t_run(env, render_all, &r) != 0)
 			r.why = env->message;
 		if (r.why != NULL && failures++ == 0)
-			printf("# %d stacks of bytes %g: %s: %s\n", WIDE, sizes[i], r.kind, r.why);
+			printf("# %s stacks of bytes %g: %s: %s\n", i % 2 ? "5000" : "a deep", sizes[i / 2], r.kind, r.why);
 		hp_arena_free(&a);
 	}
 	alarm(0);
