@@ -54,7 +54,7 @@ dot_ok() {
 # check FILE FORMAT WHAT: FILE checked by FORMAT's parser
 check() {
 	case $2 in
-		svg | flamegraph) xml_ok "$1" "$3" ;;
+		svg | flamegraph) xml_ok "$1" "$3"; term_ok "$1" "$3" ;;
 		dot) dot_ok "$1" "$3"; term_ok "$1" "$3" ;;
 		pprof) gzip -t "$1" || fail "$3: not gzip" ;;
 		*) term_ok "$1" "$3" ;;

@@ -85,9 +85,11 @@ hp_sink_char(hp_sink k, const char *s, size_t len, char *out, size_t *outlen)
 			*outlen = put(out, "?");
 		return 1;
 	}
-	if (c >= 0x80 && c <= 0x9f && k != HP_SINK_XML && k != HP_SINK_JS)
+	if (c >= 0x80 && c <= 0x9f)
 	{
-		*outlen = (size_t) snprintf(out, HP_SINK_MAX, k == HP_SINK_DOT ? "\\\\u%04X" : "\\u%04X", c);
+		/* C1 controls: shown as psql shows them, left out of documents as C0 ones are */
+		if (k == HP_SINK_TERM || k == HP_SINK_LINES || k == HP_SINK_DOT)
+			*outlen = (size_t) snprintf(out, HP_SINK_MAX, k == HP_SINK_DOT ? "\\\\u%04X" : "\\u%04X", c);
 		return n;
 	}
 	e[0] = '\0';

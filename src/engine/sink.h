@@ -11,12 +11,13 @@
  *                  \xHH.  The result is printable UTF-8.
  *   HP_SINK_LINES  the same for text of several lines: newline and tab kept.
  *   HP_SINK_XML    XML character data or an attribute value: & < > " '
- *                  as references, controls dropped, bytes that are not
- *                  UTF-8 (or characters XML forbids) as '?'.
+ *                  as references, C0 and C1 controls dropped, DEL and bytes
+ *                  that are not UTF-8 (or characters XML forbids) as '?'.
  *   HP_SINK_JS     the inside of a JavaScript string in a CDATA section:
  *                  & < > ' as \u escapes (so neither "]]>" nor "</script>"
  *                  can occur), " and \ escaped, U+2028/U+2029 as \u
- *                  escapes, controls dropped, bytes that are not UTF-8 '?'.
+ *                  escapes, C0 and C1 controls dropped, DEL and bytes that
+ *                  are not UTF-8 '?'.
  *   HP_SINK_DOT    the inside of a Graphviz quoted label: " and \ escaped,
  *                  & as &amp; (Graphviz decodes entities, whose result would
  *                  reach its SVG raw), C0 controls, DEL and bytes that are

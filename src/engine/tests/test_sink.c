@@ -6,7 +6,8 @@
  * bytes that are not UTF-8, Graphviz escapes, a 70 kB name.  Each output
  * is checked by its sink's rule: a terminal's text holds no control, XML no
  * raw markup nor an unknown entity, a JavaScript string no way out, a dot
- * label no unescaped quote and no byte Graphviz would copy raw into SVG.
+ * label no unescaped quote and no byte Graphviz would copy raw into SVG;
+ * and none holds a control but newline and tab.
  *
  * The renderers also get stacks of extreme size -- 0, negative, 1e154,
  * 1e300, DBL_MAX, inf, NaN, the smallest double -- alone and mixed: each
@@ -184,10 +185,12 @@ dot_why(const char *s, size_t n)
 	return NULL;
 }
 
-/* Why sink k's text of s breaks k's rule, or NULL. */
+/* Why sink k's text of s breaks k's rule, or NULL; no sink lets a control through but newline and tab. */
 static const char *
 sink_why(hp_sink k, const char *s, size_t n)
 {
+	if (term_why(s, n, k == HP_SINK_LINES) != NULL)
+		return term_why(s, n, k == HP_SINK_LINES);
 	switch (k)
 	{
 		case HP_SINK_TERM:
@@ -314,6 +317,8 @@ report_why(const char *kind, const hp_buf *out)
 			ends++;
 		if (starts != ends)
 			return "a CDATA section ended early";
+		if ((why = term_why(s, n, true)) != NULL)
+			return why;
 		starts = ends = 0;
 		for (const char *p = s; (p = strstr(p, "<script")) != NULL; p++)
 			starts++;
