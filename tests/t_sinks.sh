@@ -9,14 +9,16 @@
 #    objects are named with every byte 0x01-0xFF but '/' and newline, the
 #    terminal's escape sequences (OSC 52 and 0, CSI 2K, CR), markup, quotes,
 #    entities, the end of a CDATA section and bytes that are not UTF-8, with
-#    such a --program; and its errors about files named so;
+#    such a --program; its errors about files named so; and no pprof on a
+#    terminal;
 #  - pg_heapprof: --captures of a statement whose comment holds those escape
 #    sequences (they reached the terminal raw), --list while a role so named
 #    has a session; and, against a server that answers heapprof_stacks()
-#    with hostile frame names and sizes of 1e300, inf and NaN (a server
-#    anyone may run), --merge in every format (svg through Graphviz wrote
+#    with hostile frame names and sizes of 1e300, inf and NaN (as a hostile
+#    server may), --merge in every format (svg through Graphviz wrote
 #    <text>bell^G_ring</text>; the flame graph looped for ever above
-#    1e154), and its error relayed with such a message and hint.
+#    1e154), no pprof on a terminal, and the server's error, hint and
+#    notice relayed.
 # The SQL functions' outputs are checked elsewhere.
 set -euo pipefail
 cd "$HP_TOP"
@@ -32,7 +34,8 @@ cleanup() {
 	[ -n "${SLEEP_PID:-}" ] && kill "$SLEEP_PID" 2>/dev/null || true
 	[ -n "${data:-}" ] && rm -f "$data"/heapprof/captures/*.heap || true
 	q -c "DROP DATABASE IF EXISTS hp_sinks" >/dev/null 2>&1 || true
-	q -v r="$evil_role" >/dev/null 2>&1 <<<'DROP ROLE IF EXISTS :"r"' || true
+	q -v r="$evil_role" >/dev/null 2>&1 <<<"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = :'r';
+		SELECT pg_sleep(0.2); DROP ROLE IF EXISTS :\"r\"" || true
 }
 at_exit cleanup
 
@@ -100,6 +103,11 @@ grep -F 'clip+0x' "$w/offline.text" | grep -F '\x1B]52;c;' >/dev/null ||
 term_ok "$w/offline.symbols" "heapprof-report --symbols"
 ./heapprof-report --pprof "$w/hostile.heap" >"$w/offline.pprof" || fail "heapprof-report --pprof"
 check "$w/offline.pprof" pprof "heapprof-report --pprof"
+# a terminal never gets pprof's bytes (script(1) gives the command one)
+if script -qec "./heapprof-report --pprof $w/hostile.heap" /dev/null >"$w/tty.pprof" 2>&1; then
+	fail "heapprof-report --pprof wrote to a terminal"
+fi
+grep -a "not writing pprof" "$w/tty.pprof" >/dev/null || fail "heapprof-report --pprof on a terminal: $(cat -v "$w/tty.pprof")"
 # errors name the file, escaped
 if ./heapprof-report "$w/no${esc}]0;T${bel}such" >/dev/null 2>"$w/err.missing"; then fail "a missing dump was read"; fi
 term_ok "$w/err.missing" "heapprof-report's error about a missing file"
@@ -169,6 +177,10 @@ for sizes in huge odd; do
 		term_ok "$w/merged.$f.err" "pg_heapprof --merge --report $f's messages"
 	done
 done
+if script -qec "./pg_heapprof -d hp_sinks --backend-type checkpointer --merge --report pprof" /dev/null >"$w/tty.pprof" 2>&1; then
+	fail "pg_heapprof --report pprof wrote to a terminal"
+fi
+grep -a "not writing pprof to a terminal" "$w/tty.pprof" >/dev/null || fail "pg_heapprof --report pprof on a terminal: $(cat -v "$w/tty.pprof")"
 grep -F 'bell\x07_ring' "$w/merged.top" >/dev/null || fail "--merge --report top: the name is not escaped: $(cat -v "$w/merged.top")"
 
 # -- the server's error, relayed
