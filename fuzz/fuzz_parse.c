@@ -9,7 +9,9 @@
  *  - the pipeline: parse, unsample, labels (names, filters, bytes by
  *    queryid), locate, graph (with the input as its own base on odd sizes),
  *    labels (a root per query or context), and every renderer: text, top, dot, collapsed, the
- *    flame graph and pprof (whose mappings come from the maps section).
+ *    flame graph and pprof (whose mappings come from the maps section);
+ *  - the input's lines as named stacks of any size (1e300, inf, NaN: what
+ *    --merge takes from servers) through every renderer, which must end.
  * The symbolizer is not given the maps section (libdwfl would open files the
  * input names): frames get address labels, which exercises the same code.
  * The engine's environment is harness.h's: errors longjmp back here, and on
@@ -83,6 +85,62 @@ pipeline(hp_arena *a, const char *text, size_t size, const hp_options *o)
 	hp_render_pprof(a, &p, &pl, &g, o, &out);
 }
 
+/*
+ * The input as named stacks, as pg_heapprof --merge builds them from
+ * servers' rows: each line "BYTES FRAME;FRAME;..." (strtod's BYTES: 1e300,
+ * -inf, nan as well), a '-' first for a base stack; then every renderer.
+ * Names hold any byte but a newline, sizes any double.
+ */
+static void
+stacks(hp_arena *a, const char *text, size_t size, const hp_options *o)
+{
+	static const double extreme[] = {0, -1, 1e154, 1e300, -1e300, 1.7976931348623157e308,
+	1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0, 5e-324};
+	size_t		cap = 64, n = 0;
+	hp_named_stack *st = hp_alloc(a, cap * sizeof(*st));
+	char	   *copy = hp_alloc(a, size + 1);
+	hp_graph	g;
+	hp_buf		out;
+	hp_profile	none = {0};
+	hp_located	nowhere = {0};
+
+	memcpy(copy, text, size);
+	copy[size] = '\0';
+	for (char *line = copy, *next; line && *line && n < 4096; line = next)
+	{
+		const char **frames = hp_alloc(a, 64 * sizeof(char *));
+		uint32_t	nframes = 0;
+		bool		base = *line == '-';
+		char	   *end;
+		double		v;
+
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		v = strtod(line + base, &end);
+		/* a line without a number takes an extreme size by its first byte */
+		if (end == line + base)
+			v = extreme[(unsigned char) *line % (sizeof(extreme) / sizeof(extreme[0]))];
+		for (char *f = end; f && nframes < 64; )
+		{
+			char	   *semi = strchr(f, ';');
+
+			if (semi)
+				*semi = '\0';
+			frames[nframes++] = f;
+			f = semi ? semi + 1 : NULL;
+		}
+		HP_RESERVE(a, st, cap, n);
+		st[n++] = (hp_named_stack) {frames, nframes, base, v, v};
+	}
+	hp_graph_from_stacks(a, st, n, o, &g);
+	hp_buf_init(&out, a);
+	hp_render_text(a, &g, o, SIZE_MAX, &out);
+	hp_render_dot(a, &g, o, &out);
+	hp_render_collapsed(a, &g, &out);
+	hp_render_flamegraph(a, &g, o, "fuzz", size % 2, &out);
+	hp_render_pprof(a, &none, &nowhere, &g, o, &out);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -119,6 +177,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hp_arena_init(&arena, &h.env);
 	if (setjmp(h.jump) == 0)
 		pipeline(&arena, text, size, &o);
+	hp_arena_free(&arena);
+	harness_init(&h, size, substring_match);
+	hp_arena_init(&arena, &h.env);
+	if (setjmp(h.jump) == 0)
+		stacks(&arena, text, size, &o);
 	hp_arena_free(&arena);
 	return 0;
 }

@@ -9,6 +9,9 @@
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "engine/sink.h"
 
 static void
 env_error(void *ctx, hp_status code, const char *message)
@@ -16,7 +19,8 @@ env_error(void *ctx, hp_status code, const char *message)
 	hp_cli_engine *e = ctx;
 
 	(void) code;
-	fprintf(stderr, "%s: %s%s: %s\n", e->progname, e->prefix, e->subject ? e->subject : "", message);
+	fprintf(stderr, "%s: %s%s: %s\n", e->progname, e->prefix, hp_cli_shown(e->subject ? e->subject : "", false),
+			hp_cli_shown(message, true));
 	exit(1);
 }
 
@@ -87,4 +91,34 @@ hp_cli_regex(const char *pattern, char *err, size_t errlen)
 		return NULL;
 	}
 	return re;
+}
+
+const char *
+hp_cli_shown(const char *s, bool lines)
+{
+	static char *slots[HP_CLI_SHOWN];
+	static unsigned next;
+	hp_sink		k = lines ? HP_SINK_LINES : HP_SINK_TERM;
+	size_t		len = strlen(s);
+	size_t		size = hp_sink_len(k, s, len) + 1;
+	char	  **slot = &slots[next++ % HP_CLI_SHOWN];
+
+	free(*slot);
+	if ((*slot = malloc(size)) == NULL)
+		return "(out of memory)";
+	return hp_sink_str(k, s, len, *slot, size);
+}
+
+bool
+hp_cli_put_terminal(const char *data, size_t len)
+{
+	for (size_t i = 0; i < len;)
+	{
+		char		e[HP_SINK_MAX];
+		size_t		n;
+
+		i += hp_sink_char(HP_SINK_LINES, data + i, len - i, e, &n);
+		fwrite(e, 1, n, stdout);
+	}
+	return fflush(stdout) == 0 && !ferror(stdout);
 }

@@ -31,6 +31,18 @@ typedef struct hp_cli_engine
 extern bool hp_cli_engine_open(hp_cli_engine *e, const char *progname, const char *prefix);
 extern void hp_cli_engine_close(hp_cli_engine *e);
 
+/*
+ * s as a terminal may show it: sink.h's terminal sink (lines: HP_SINK_LINES,
+ * newlines and tabs kept), the one way text from a profile or a server
+ * reaches standard output or error.  The copy lives for the next
+ * HP_CLI_SHOWN calls (of the main thread: the only one that prints).
+ */
+#define HP_CLI_SHOWN 16
+extern const char *hp_cli_shown(const char *s, bool lines);
+
+/* data[0, len) of several lines onto a terminal (standard output) through its sink; false if it failed */
+extern bool hp_cli_put_terminal(const char *data, size_t len);
+
 /* pattern compiled for hp_options.focus / ignore, or NULL with regerror's message in err */
 extern void *hp_cli_regex(const char *pattern, char *err, size_t errlen);
 

@@ -1,14 +1,15 @@
 /*
  * common.c -- what every stage of pg_heapprof uses: its name and the
  * Ctrl-C flag, error exits, allocation that cannot fail, a result's cell.
- * It uses no other file of the client, so that the stages above it form
- * no circle.
+ * It uses no other file of the client (of the engine, the terminal sink),
+ * so that the stages above it form no circle.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/sink.h"
 #include "pg_heapprof.h"
 
 const char *progname = "pg_heapprof";
@@ -19,12 +20,22 @@ volatile sig_atomic_t interrupted;
 static void
 print_error(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
+/* the message through the terminal sink: it may quote a server or a profile (any thread) */
 static void
 print_error(const char *fmt, va_list ap)
 {
-	fprintf(stderr, "%s: error: ", progname);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char	   *msg = NULL;
+	char	   *shown = NULL;
+	size_t		size;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	size = msg ? hp_sink_len(HP_SINK_LINES, msg, strlen(msg)) + 1 : 0;
+	if (msg && (shown = malloc(size)) != NULL)
+		hp_sink_str(HP_SINK_LINES, msg, strlen(msg), shown, size);
+	fprintf(stderr, "%s: error: %s\n", progname, shown ? shown : "(out of memory)");
+	free(shown);
+	free(msg);
 }
 
 void

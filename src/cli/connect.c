@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/sink.h"
 #include "pg_heapprof.h"
 
 void
@@ -215,6 +216,23 @@ ask_password(void)
 	password = getpass("Password: ");
 }
 
+/*
+ * A server's notices (an empty profile, ...), naming the server when there
+ * are several; through the terminal sink into this thread's own buffers,
+ * cut to their size.
+ */
+static void
+notice(void *arg, const char *message)
+{
+	const server *s = arg;
+	char		label[1024];
+	char		shown[8192];
+
+	fprintf(stderr, "%s: %s%s%s", progname,
+			s->o->nconn > 1 ? hp_sink_str(HP_SINK_TERM, s->label, strlen(s->label), label, sizeof(label)) : "",
+			s->o->nconn > 1 ? ": " : "", hp_sink_str(HP_SINK_LINES, message, strlen(message), shown, sizeof(shown)));
+}
+
 /* Connect, empty search_path, find the extension's schema and the server's role. */
 static bool
 open_session(server *s)
@@ -236,6 +254,7 @@ open_session(server *s)
 		set_problem(&s->pr, PQerrorMessage(s->conn), NULL);
 		return false;
 	}
+	PQsetNoticeProcessor(s->conn, notice, s);
 	res = query(s, &s->pr, "SELECT pg_catalog.set_config('search_path', '', false), "
 				"pg_catalog.pg_is_in_recovery()", 0, NULL, 0);
 	if (res == NULL)

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/sink.h"
 #include "pg_heapprof.h"
 
 /* The report's arguments, as named parameters $1.. of every report function. */
@@ -172,7 +173,10 @@ leak(server *s, target *t, const char **v)
 		report(s, t, v);
 	if ((res = query(s, &s->pr, "SELECT @x.heapprof_drop_snapshot($1)", 1, snap, 0)) == NULL)
 	{
-		fprintf(stderr, "%s: warning: could not drop snapshot \"%s\": %s\n", progname, name, s->pr.msg);
+		char		msg[4096];
+
+		fprintf(stderr, "%s: warning: could not drop snapshot \"%s\": %s\n", progname, name,
+				hp_sink_str(HP_SINK_LINES, s->pr.msg, strlen(s->pr.msg), msg, sizeof(msg)));
 		clear_problem(&s->pr);
 		memset(&s->pr, 0, sizeof(s->pr));
 	}
@@ -232,13 +236,6 @@ choose(server *s)
 	}
 }
 
-/* A server's notices (an empty profile, ...) name the server. */
-static void
-notice(void *arg, const char *message)
-{
-	fprintf(stderr, "%s: %s: %s", progname, ((server *) arg)->label, message);
-}
-
 /* A server's thread: connect, choose the processes, ask each of them. */
 static void *
 serve(void *arg)
@@ -248,8 +245,6 @@ serve(void *arg)
 
 	if (!connect_server(s))
 		return NULL;
-	if (o->nconn > 1)
-		PQsetNoticeProcessor(s->conn, notice, s);
 	if (o->window)
 		s->cancel = PQgetCancel(s->conn);
 	if (o->action == ACT_CAPTURES || o->action == ACT_SETUP)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void
 usage(FILE *f)
@@ -102,8 +103,8 @@ read_file(const char *path, size_t *len)
 static void
 print_verdict(void *arg, const char *object, const char *evidence, const char *mismatch)
 {
-	fprintf(arg, "# identity %s: %s%s%s%s\n", object, evidence, mismatch ? " [" : "",
-			mismatch ? mismatch : "", mismatch ? "]" : "");
+	fprintf(arg, "# identity %s: %s%s%s%s\n", hp_cli_shown(object, false), hp_cli_shown(evidence, false),
+			mismatch ? " [" : "", mismatch ? hp_cli_shown(mismatch, false) : "", mismatch ? "]" : "");
 }
 
 /* --symbols: what each address is called and where, inlined functions first */
@@ -113,18 +114,38 @@ print_symbols(const hp_located *l, const hp_graph *g)
 	for (size_t i = 0; i < l->npcs; i++)
 	{
 		printf("%016llx %s", (unsigned long long) l->pcs[i],
-			   l->syms[i].object ? l->syms[i].object : "-");
+			   l->syms[i].object ? hp_cli_shown(l->syms[i].object, false) : "-");
 		for (uint32_t u = g->pc_first[i]; u < g->pc_first[i + 1]; u++)
 		{
 			int			line;
 			const char *file = hp_symbol_location(&l->syms[i], u - g->pc_first[i], &line);
 
-			printf(" %s%s", u > g->pc_first[i] ? "<- " : "", g->funcs[g->pc_funcs[u]].name);
+			printf(" %s%s", u > g->pc_first[i] ? "<- " : "", hp_cli_shown(g->funcs[g->pc_funcs[u]].name, false));
 			if (file)
-				printf(" at %s:%d", file, line);
+				printf(" at %s:%d", hp_cli_shown(file, false), line);
 		}
 		printf("\n");
 	}
+}
+
+/*
+ * The report on standard output; a terminal gets it through its sink (the
+ * renderers' documents hold no control anyway) and never pprof's bytes.
+ */
+static void
+write_out(hp_report_kind kind, const char *data, size_t len)
+{
+	if (!isatty(STDOUT_FILENO))
+	{
+		fwrite(data, 1, len, stdout);
+		return;
+	}
+	if (kind == HP_REPORT_PPROF)
+	{
+		fprintf(stderr, "heapprof-report: not writing pprof's bytes to a terminal; redirect them to a file\n");
+		exit(1);
+	}
+	hp_cli_put_terminal(data, len);
 }
 
 static double
@@ -179,7 +200,8 @@ compile_arg(const char *pattern, const char *name)
 
 	if (re == NULL)
 	{
-		fprintf(stderr, "heapprof-report: invalid --%s regular expression \"%s\": %s\n", name, pattern, msg);
+		fprintf(stderr, "heapprof-report: invalid --%s regular expression \"%s\": %s\n", name,
+				hp_cli_shown(pattern, false), msg);
 		exit(2);
 	}
 	return re;
@@ -361,12 +383,14 @@ main(int argc, char **argv)
 	dump = read_file(argv[optind], &len);
 	if (dump == NULL)
 	{
-		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", argv[optind], strerror(errno));
+		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", hp_cli_shown(argv[optind], false),
+				strerror(errno));
 		return 1;
 	}
 	if (a.base_path && (base = read_file(a.base_path, &base_len)) == NULL)
 	{
-		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", a.base_path, strerror(errno));
+		fprintf(stderr, "heapprof-report: could not read \"%s\": %s\n", hp_cli_shown(a.base_path, false),
+				strerror(errno));
 		free(dump);
 		return 1;
 	}
@@ -387,7 +411,7 @@ main(int argc, char **argv)
 		hp_symbolizer_verdicts(e.sym, print_verdict, stdout);
 	}
 	else
-		fwrite(r.text.data ? r.text.data : "", 1, r.text.len, stdout);
+		write_out(a.kind, r.text.data ? r.text.data : "", r.text.len);
 	hp_arena_free(&arena);
 	hp_cli_engine_close(&e);
 	free(dump);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_engine.h"
 #include "engine/render.h"
 #include "pg_heapprof.h"
 
@@ -152,7 +153,7 @@ write_merged(const fleet *f)
 			snprintf(c, sizeof(c), "%lld", hp_whole(rows[i].cum));
 			hp_percent(rows[i].flat, g.local_total, fp, sizeof(fp));
 			hp_percent(rows[i].cum, g.local_total, cp, sizeof(cp));
-			hp_buf_printf(&b, TOP_LINE, r, f, fp, c, cp, rows[i].func->name);
+			hp_buf_printf(&b, TOP_LINE, r, f, fp, c, cp, hp_cli_shown(rows[i].func->name, false));
 		}
 	}
 	ok = put(cfg, b.data ? b.data : "", b.len, cfg->output);

@@ -24,13 +24,21 @@ report_problem(const problem *pr, const char *where)
 {
 	if (pr->msg == NULL)
 		return false;
-	fprintf(stderr, "%s: error: %s%s%s\n", progname, where ? where : "", where ? ": " : "", pr->msg);
+	fprintf(stderr, "%s: error: %s%s%s\n", progname, hp_cli_shown(where ? where : "", false), where ? ": " : "",
+			hp_cli_shown(pr->msg, true));
 	if (pr->hint)
-		fprintf(stderr, "%s: hint: %s\n", progname, pr->hint);
+		fprintf(stderr, "%s: hint: %s\n", progname, hp_cli_shown(pr->hint, true));
 	return true;
 }
 
-/* A server's name as part of a file name. */
+/* A result's cell as a terminal may show it (a server's text can hold any byte). */
+static const char *
+shown(const PGresult *res, int row, int col)
+{
+	return hp_cli_shown(cell(res, row, col), false);
+}
+
+/* A server's name as part of a file name: the file-name sink, [A-Za-z0-9.-] and '_' for the rest. */
 static void
 file_label(const char *label, char *buf, size_t size)
 {
@@ -70,8 +78,8 @@ top_from_server(FILE *f, PGresult *res)
 				strtod(cell(res, i, 1), NULL));
 		top_pct(cp, sizeof(cp), !PQgetisnull(res, i, 4), strtod(cell(res, i, 4), NULL),
 				strtod(cell(res, i, 3), NULL));
-		fprintf(f, TOP_LINE, cell(res, i, 0), cell(res, i, 1), fp, cell(res, i, 3), cp,
-				cell(res, i, 5));
+		fprintf(f, TOP_LINE, shown(res, i, 0), shown(res, i, 1), fp, shown(res, i, 3), cp,
+				shown(res, i, 5));
 	}
 }
 
@@ -94,7 +102,7 @@ top_from_engine(FILE *f, const hp_result *r)
 		snprintf(cum, sizeof(cum), "%lld", hp_whole_cum(row));
 		top_pct(fp, sizeof(fp), total != 0 && isfinite(fpct), round(fpct * 10) / 10, row->flat);
 		top_pct(cp, sizeof(cp), total != 0 && isfinite(cpct), round(cpct * 10) / 10, row->cum);
-		fprintf(f, TOP_LINE, rank, flat, fp, cum, cp, row->func->name);
+		fprintf(f, TOP_LINE, rank, flat, fp, cum, cp, hp_cli_shown(row->func->name, false));
 	}
 }
 
@@ -113,7 +121,7 @@ server_bytes(const char *format, PGresult *res, size_t *len)
 		top_from_server(f, res);
 	else
 		for (int i = 0; i < PQntuples(res); i++)
-			fprintf(f, "%s\n", cell(res, i, 0));
+			fprintf(f, "%s\n", terminal_format(format) ? shown(res, i, 0) : cell(res, i, 0));
 	if (fclose(f) != 0)
 		fail("out of memory");
 	return buf;
@@ -206,7 +214,8 @@ write_report(const server *s, const target *t)
 		file_label(s->label, name, sizeof(name));
 		snprintf(path, sizeof(path), "%s/%s-%s.%s", o->output, name, t->pid, format_extension(o->format));
 		if ((ok = put(o, data, len, path)))
-			printf("%s  %s (%s): %s\n", s->label, t->pid, t->type, path);
+			printf("%s  %s (%s): %s\n", hp_cli_shown(s->label, false), t->pid, hp_cli_shown(t->type, false),
+				   hp_cli_shown(path, false));
 	}
 	free(data);
 	return ok;
@@ -240,15 +249,15 @@ list(const fleet *f)
 				   "", "", "", "", "", "");
 			if (o->merge)
 				printf(" %12s %6s", "", "");
-			printf("  %-24s %s\n", s->label, role);
+			printf("  %-24s %s\n", hp_cli_shown(s->label, false), role);
 			continue;
 		}
 		for (int r = 0; r < PQntuples(s->procs); r++)
 		{
-			printf(LIST_LINE, cell(s->procs, r, 0), cell(s->procs, r, 1),
-				   cell(s->procs, r, 2), cell(s->procs, r, 3), cell(s->procs, r, 4),
-				   cell(s->procs, r, 5), cell(s->procs, r, 6),
-				   cell(s->procs, r, 7));
+			printf(LIST_LINE, shown(s->procs, r, 0), shown(s->procs, r, 1),
+				   shown(s->procs, r, 2), shown(s->procs, r, 3), shown(s->procs, r, 4),
+				   shown(s->procs, r, 5), shown(s->procs, r, 6),
+				   shown(s->procs, r, 7));
 			if (o->merge && s->t[r].res)
 			{
 				double		v = s->t[r].base && totals[nt] != 0 ? -totals[nt] : totals[nt];
@@ -260,7 +269,7 @@ list(const fleet *f)
 			else if (o->merge)
 				printf(" %12s %6s", "error", "");
 			nt += o->merge;
-			printf("  %-24s %s\n", s->label, role);
+			printf("  %-24s %s\n", hp_cli_shown(s->label, false), role);
 		}
 	}
 	free(totals);
@@ -281,14 +290,14 @@ list_captures(const fleet *f)
 		if (s->procs == NULL)
 		{
 			printf(CAPTURE_LINE, PQstatus(s->conn) == CONNECTION_OK ? "(error)" : "(unreachable)",
-				   "-", "", "", "", "", "", s->label, "");
+				   "-", "", "", "", "", "", hp_cli_shown(s->label, false), "");
 			continue;
 		}
 		for (int r = 0; r < PQntuples(s->procs); r++)
-			printf(CAPTURE_LINE, cell(s->procs, r, 0), cell(s->procs, r, 1),
-				   cell(s->procs, r, 2), cell(s->procs, r, 3), cell(s->procs, r, 4),
-				   cell(s->procs, r, 5), cell(s->procs, r, 6), s->label,
-				   cell(s->procs, r, 7));
+			printf(CAPTURE_LINE, shown(s->procs, r, 0), shown(s->procs, r, 1),
+				   shown(s->procs, r, 2), shown(s->procs, r, 3), shown(s->procs, r, 4),
+				   shown(s->procs, r, 5), shown(s->procs, r, 6), hp_cli_shown(s->label, false),
+				   shown(s->procs, r, 7));
 	}
 }
 
@@ -305,9 +314,9 @@ print_setup(const server *s)
 	if (PQgetisnull(s->procs, 0, 0))
 		fprintf(stderr, "%s: nothing to set up: profiling is usable and heapprof is preloaded\n", progname);
 	else
-		printf("%s\n", cell(s->procs, 0, 0));
+		printf("%s\n", hp_cli_shown(cell(s->procs, 0, 0), true));
 	if (!PQgetisnull(s->procs, 0, 1))
-		fprintf(stderr, "%s: note: %s\n", progname, cell(s->procs, 0, 1));
+		fprintf(stderr, "%s: note: %s\n", progname, hp_cli_shown(cell(s->procs, 0, 1), true));
 }
 
 /*
@@ -376,7 +385,8 @@ print_results(const fleet *f)
 					printf("profiling of process %s is %s\n", t->pid,
 						   strcmp(cell(t->res, 0, 0), "t") == 0 ? "on" : "off");
 				else
-					printf("profiling of process %s (%s) on %s is %s\n", t->pid, t->type, s->label,
+					printf("profiling of process %s (%s) on %s is %s\n", t->pid, hp_cli_shown(t->type, false),
+						   hp_cli_shown(s->label, false),
 						   strcmp(cell(t->res, 0, 0), "t") == 0 ? "on" : "off");
 			}
 	if (engine_open)

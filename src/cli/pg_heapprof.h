@@ -123,6 +123,7 @@ extern const char *cell(const PGresult *res, int row, int col);
 /* write.c */
 extern bool report_format_known(const char *format);
 extern const char *format_extension(const char *format);
+extern bool terminal_format(const char *format);
 extern bool have_dot(void);
 extern bool put(const cli_opts *o, const char *data, size_t len, const char *path);
 

@@ -12,11 +12,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_engine.h"
 #include "pg_heapprof.h"
 
-/* The formats and their files' extensions. */
-static const char *const formats[][2] = {{"dot", "dot"}, {"svg", "svg"}, {"flamegraph", "svg"},
-{"collapsed", "collapsed"}, {"pprof", "pb.gz"}, {"raw", "heap"}, {"text", "txt"}, {"top", "top"}};
+/*
+ * The formats, their files' extensions, and what they are: "t" lines for
+ * people (every field passed the terminal sink), "d" a document of text,
+ * "b" bytes that no terminal should receive.
+ */
+static const char *const formats[][3] = {{"dot", "dot", "d"}, {"svg", "svg", "d"}, {"flamegraph", "svg", "d"},
+{"collapsed", "collapsed", "t"}, {"pprof", "pb.gz", "b"}, {"raw", "heap", "b"}, {"text", "txt", "t"},
+{"top", "top", "t"}};
+
+static const char *
+format_kind(const char *format)
+{
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (strcmp(formats[i][0], format) == 0)
+			return formats[i][2];
+	return "b";
+}
+
+bool
+terminal_format(const char *format)
+{
+	return strcmp(format_kind(format), "t") == 0;
+}
 
 bool
 report_format_known(const char *format)
@@ -131,15 +152,27 @@ bool
 put(const cli_opts *o, const char *data, size_t len, const char *path)
 {
 	bool		out = path == NULL || strcmp(path, "-") == 0;
+	bool		graphviz = strcmp(o->format, "svg") == 0 && o->svg_dot;
 	FILE	   *f;
 
-	if (strcmp(o->format, "svg") == 0 && o->svg_dot)
+	if (graphviz && !(out && isatty(STDOUT_FILENO)))
 	{
 		if (draw_svg(data, len, out ? "/dev/stdout" : path))
 			return true;
 		fprintf(stderr, "%s: error: dot could not draw the graph into \"%s\"\n", progname,
 				out ? "/dev/stdout" : path);
 		return false;
+	}
+	/* a terminal gets text through its sink, never a binary format nor Graphviz's output */
+	if (out && isatty(STDOUT_FILENO))
+	{
+		if (strcmp(format_kind(o->format), "b") == 0 || graphviz)
+		{
+			fprintf(stderr, "%s: error: not writing %s to a terminal\n%s: hint: use -o FILE or a redirection\n",
+					progname, o->format, progname);
+			return false;
+		}
+		return hp_cli_put_terminal(data, len);
 	}
 	f = out ? stdout : fopen(path, "wb");
 	if (f == NULL || fwrite(data, 1, len, f) != len || (out ? fflush(f) : fclose(f)) != 0)

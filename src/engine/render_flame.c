@@ -25,12 +25,14 @@
  * postgres) warm, its extensions purple, the C library and loader green,
  * other libraries aqua.  In a diff, widths are the current profile and
  * colors the change: red grew, blue shrank.  Names come from ELF and DWARF
- * and may hold any byte: they are escaped, and bytes that are not UTF-8
- * become '?', so the document is always well-formed XML; in the table's
- * script '<', '>' and '&' are \u escapes, so no name can end it.
+ * and may hold any byte: they pass sink.h's XML sink in the document and its
+ * JavaScript sink in the table's script, so the document is always
+ * well-formed XML and no name can end a string or the script.
  */
 #include "render.h"
+#include "sink.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -241,17 +243,22 @@ cost_of(tree *t, double cut, cut_cost *c)
 
 /*
  * The narrowest cut, at least lo, whose cost is within budget: the whole
- * tree when it fits, else found by halving the ratio of the bounds (a few
- * dozen linear passes at most, whatever the tree).
+ * tree when it fits, else found by halving the ratio of the bounds.  The
+ * number of passes is bounded by a count, not by the arithmetic: widths
+ * come from outside (1e300, inf, NaN), and halving the ratio of doubles
+ * reaches 1.01 within CUT_STEPS from any pair of them.
  */
+#define CUT_STEPS 64
+
 static double
 find_cut(tree *t, double lo, double hi, size_t budget, cut_cost *c)
 {
 	if (cost_of(t, lo, c) <= budget)
 		return lo;
-	while (hi > lo * 1.01)
+	for (int step = 0; step < CUT_STEPS && hi > lo * 1.01; step++)
 	{
-		double		mid = sqrt(lo * hi);
+		/* not sqrt(lo * hi): the product overflows to inf above 1e154 */
+		double		mid = sqrt(lo) * sqrt(hi);
 
 		if (cost_of(t, mid, c) <= budget)
 			hi = mid;
@@ -261,95 +268,6 @@ find_cut(tree *t, double lo, double hi, size_t budget, cut_cost *c)
 	return hi;
 }
 
-/* Length of the valid UTF-8 character XML allows at s, or 0. */
-static size_t
-utf8_char(const unsigned char *s)
-{
-	uint32_t	c;
-	size_t		n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2, c = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3, c = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4, c = s[0] & 0x07;
-	else
-		return 0;
-	/* a NUL ends the string before any missing continuation byte is read */
-	for (size_t k = 1; k < n; k++)
-	{
-		if ((s[k] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[k] & 0x3f);
-	}
-	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-		(c >= 0xd800 && c <= 0xdfff) || c == 0xfffe || c == 0xffff)
-		return 0;
-	return n;
-}
-
-/*
- * s as XML text, or with js as the inside of a JavaScript string in a
- * CDATA section: at most max bytes, markup escaped ('<' and '>' as \u003c
- * and \u003e in a string, so neither "]]>" nor "</script>" can occur),
- * control characters dropped.
- */
-static void
-name_text(hp_buf *out, const char *s, size_t max, bool js)
-{
-	for (size_t i = 0; s[i] && i < max; i++)
-	{
-		size_t		n = utf8_char((const unsigned char *) &s[i]);
-		const char *e = NULL;
-
-		if (n == 0)
-		{
-			hp_buf_append(out, "?", 1);
-			continue;
-		}
-		if (n > 1)
-		{
-			if (i + n > max)
-				break;
-			hp_buf_append(out, &s[i], n);
-			i += n - 1;
-			continue;
-		}
-		switch (s[i])
-		{
-			case '&':
-				e = js ? "\\u0026" : "&amp;";
-				break;
-			case '<':
-				e = js ? "\\u003c" : "&lt;";
-				break;
-			case '>':
-				e = js ? "\\u003e" : "&gt;";
-				break;
-			case '"':
-				e = js ? "\\\"" : "&quot;";
-				break;
-			case '\\':
-				e = js ? "\\\\" : "\\";
-				break;
-			default:
-				if ((unsigned char) s[i] >= 0x20)
-					hp_buf_append(out, &s[i], 1);
-		}
-		if (e)
-			hp_buf_append(out, e, strlen(e));
-	}
-}
-
-static void
-xml_text(hp_buf *out, const char *s, size_t max)
-{
-	name_text(out, s, max, false);
-}
-
 /* v with at most three decimals, trailing zeros dropped, and a comma */
 static void
 number(hp_buf *out, double v)
@@ -357,7 +275,10 @@ number(hp_buf *out, double v)
 	char		s[64];
 	int			n = snprintf(s, sizeof(s), "%.3f", v);
 
-	if (n <= 0 || n >= (int) sizeof(s))
+	/* JavaScript's spelling of what printf writes inf and nan */
+	if (!isfinite(v))
+		n = snprintf(s, sizeof(s), "%s", isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+	else if (n <= 0 || n >= (int) sizeof(s))
 		n = snprintf(s, sizeof(s), "%.6g", v);
 	else
 	{
@@ -576,7 +497,7 @@ write_table(flame *f)
 		{
 			f->ids[nd->func] = (uint32_t) nids++;
 			hp_buf_append(&names, "\"", 1);
-			name_text(&names, f->g->funcs[nd->func].name, TABLE_NAME_MAX, true);
+			hp_sink_buf(&names, HP_SINK_JS, f->g->funcs[nd->func].name, TABLE_NAME_MAX);
 			hp_buf_append(&names, "\",", 2);
 			number(&cs, f->cum[nd->func]);
 		}
@@ -629,7 +550,7 @@ box(flame *f, bool emit, double x, double w, uint32_t depth, const char *fill,
 	{
 		hp_buf_printf(f->out, "data-self=\"%.0f\" data-f=\"%u\" onmouseover=\"info(this)\" "
 					  "onmouseout=\"clear_info()\" onclick=\"zoom(this)\"><title>", self, f->ids[fn - f->g->funcs]);
-		xml_text(f->out, fn->name, TITLE_MAX);
+		hp_sink_buf(f->out, HP_SINK_XML, fn->name, TITLE_MAX);
 	}
 	else
 		hp_buf_printf(f->out, "data-self=\"0\" data-f=\"-1\" data-name=\"%zu narrower frame%s\" "
@@ -751,9 +672,9 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 
 		/* the search table within its budget; drawn, what it holds at least MIN_PX wide */
 		f.px = MIN_PX / f.scale;
-		f.tcut = find_cut(&f.t, minw, 2 * f.total, TABLE_BYTES, &c);
+		f.tcut = find_cut(&f.t, minw, fmin(2 * f.total, DBL_MAX), TABLE_BYTES, &c);
 		c.table = false;
-		f.dcut = find_cut(&f.t, fmax(f.px, f.tcut), 2 * f.total, MAX_FRAMES, &c);
+		f.dcut = find_cut(&f.t, fmax(f.px, f.tcut), fmin(2 * f.total, DBL_MAX), MAX_FRAMES, &c);
 	}
 	for (size_t i = 0; i < f.t.n; i++)
 		ndrawn += f.t.nodes[i].width > 0 && f.t.nodes[i].width >= f.dcut;
@@ -770,11 +691,12 @@ hp_render_flamegraph(hp_arena *a, const hp_graph *g, const hp_options *o,
 				  " .f:hover rect { stroke: #000; stroke-width: 0.5; cursor: pointer; }"
 				  " .b { cursor: pointer; fill: #235; }</style>\n");
 	write_table(&f);
-	hp_buf_printf(out, script, WIDTH, f.unit, f.total, PAD_SIDE, PAD_SIDE, PAD_SIDE, PAD_SIDE, PAD_SIDE);
+	/* T is JavaScript: a number printf cannot spell there is none */
+	hp_buf_printf(out, script, WIDTH, f.unit, isfinite(f.total) ? f.total : f.total > 0 ? DBL_MAX : 0, PAD_SIDE, PAD_SIDE, PAD_SIDE, PAD_SIDE, PAD_SIDE);
 	hp_buf_printf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"#f8f8f4\"/>\n"
 				  "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size:17px\">",
 				  WIDTH / 2);
-	xml_text(out, title, 300);
+	hp_sink_buf(out, HP_SINK_XML, title, TITLE_MAX);
 	hp_buf_printf(out, "</text>\n<text x=\"%d\" y=\"44\" text-anchor=\"middle\" style=\"fill:#555\">"
 				  "%s%.0f %s%s", WIDTH / 2, diff ? "growth against the base; widths: now " : "total ",
 				  f.total, f.unit, diff ? " (red grew, blue shrank)" : "");

@@ -8,7 +8,9 @@
  * Perl hash order (equal dot edges, collapsed lines) the order here is fixed.
  */
 #include "render.h"
+#include "sink.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +33,14 @@ long long
 hp_whole_next(hp_wholes *w, double v)
 {
 	long long	before = w->printed;
+	long long	d;
 
 	w->sum += v;
 	w->printed = hp_whole(w->sum);
-	return w->printed - before;
+	/* from one clamp to the other (1e300, then -inf) is beyond a long long */
+	if (__builtin_sub_overflow(w->printed, before, &d))
+		return w->printed > before ? LLONG_MAX : LLONG_MIN;
+	return d;
 }
 
 long long
@@ -189,7 +195,9 @@ hp_render_text(hp_arena *a, const hp_graph *g, const hp_options *o, size_t limit
 		hp_percent(rows[i].flat, g->local_total, p1, sizeof(p1));
 		hp_percent(rows[i].running, g->local_total, p2, sizeof(p2));
 		hp_percent(rows[i].cum, g->local_total, p3, sizeof(p3));
-		hp_buf_printf(out, "%8s %6s %6s %8s %6s %s\n", v1, p1, p2, v2, p3, rows[i].func->name);
+		hp_buf_printf(out, "%8s %6s %6s %8s %6s ", v1, p1, p2, v2, p3);
+		hp_sink_buf(out, HP_SINK_TERM, rows[i].func->name, SIZE_MAX);
+		hp_buf_append(out, "\n", 1);
 	}
 }
 
@@ -226,18 +234,6 @@ edge_cmp(const void *a, const void *b)
 	return (x->dst > y->dst) - (x->dst < y->dst);
 }
 
-/* Text inside a Graphviz quoted string. */
-static void
-dot_quoted(hp_buf *out, const char *s)
-{
-	for (; *s; s++)
-	{
-		if (*s == '"' || *s == '\\')
-			hp_buf_append(out, "\\", 1);
-		hp_buf_append(out, s, 1);
-	}
-}
-
 /* Graphviz label text: whitespace runs and "::" become line breaks. */
 static void
 dot_label(hp_buf *out, const char *name)
@@ -257,9 +253,11 @@ dot_label(hp_buf *out, const char *name)
 		}
 		else
 		{
-			if (*p == '"' || *p == '\\')
-				hp_buf_append(out, "\\", 1);
-			hp_buf_append(out, p++, 1);
+			char		e[HP_SINK_MAX];
+			size_t		n;
+
+			p += hp_sink_char(HP_SINK_DOT, p, strnlen(p, 4), e, &n);
+			hp_buf_append(out, e, n);
 		}
 	}
 }
@@ -293,15 +291,15 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 
 	unparse(o, g->total, v1, sizeof(v1));
 	hp_buf_printf(out, "digraph \"");
-	dot_quoted(out, o->program);
+	hp_sink_buf(out, HP_SINK_DOT, o->program, SIZE_MAX);
 	hp_buf_printf(out, "; %s %s\" {\n", v1, units(o));
 	hp_buf_printf(out, "node [width=0.375,height=0.25];\n");
 	hp_buf_printf(out, "Legend [shape=box,fontsize=24,shape=plaintext,label=\"");
-	dot_quoted(out, o->program);
+	hp_sink_buf(out, HP_SINK_DOT, o->program, SIZE_MAX);
 	hp_buf_printf(out, "\\lTotal %s: %s\\l", units(o), v1);
 	if (g->total != 0 && hp_coverage_line(g, cov, sizeof(cov)))
 	{
-		dot_quoted(out, cov);
+		hp_sink_buf(out, HP_SINK_DOT, cov, SIZE_MAX);
 		hp_buf_printf(out, "\\l");
 	}
 	unparse(o, L, v1, sizeof(v1));
@@ -427,18 +425,8 @@ hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out)
 			/* flamegraph.pl convention, as jeprof: "f[inline]" */
 			if (inl)
 				len -= slen;
-			/* a control byte (a newline above all) would split the line: "?" */
-			for (size_t i = 0, run; i < len; i += run)
-			{
-				for (run = 0; i + run < len && (unsigned char) name[i + run] >= 0x20; run++)
-					;
-				hp_buf_append(out, name + i, run);
-				if (i + run < len)
-				{
-					hp_buf_append(out, "?", 1);
-					run++;
-				}
-			}
+			/* a control byte (a newline above all) would split the line */
+			hp_sink_buf(out, HP_SINK_TERM, name, len);
 			if (inl)
 				hp_buf_append(out, "[inline]", 8);
 			if (j > 0)
