@@ -91,7 +91,8 @@ CREATE TABLE hp_cap_u(x int UNIQUE DEFERRABLE INITIALLY DEFERRED);
 CREATE PROCEDURE hp_cap_p() LANGUAGE plpgsql AS \$\$ BEGIN $big; COMMIT; RAISE EXCEPTION 'after the commit'; END \$\$;
 SQL
 rm -f "$data"/heapprof/captures/*.heap
-psql -X -q -At -d postgres -c "SET heapprof.capture_min_growth = '4MB'" -c "SELECT heapprof_enable()" \
+psql -X -q -At -d postgres -c "SET heapprof.store_statement_text = on" \
+	-c "SET heapprof.capture_min_growth = '4MB'" -c "SELECT heapprof_enable()" \
 	-c "$gap" -c "INSERT INTO hp_cap_d VALUES (1)" -c "$gap" \
 	-c "INSERT INTO hp_cap_u VALUES (1), (1)" -c "CALL hp_cap_p()" -c "$gap" \
 	-c "SET heapprof.capture_min_growth = '1MB'" -c "SET heapprof.capture_min_growth = -1" -c "$gap" >/dev/null 2>&1 || true

@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$HP_TOP"
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
-QOPTS="-c heapprof.dump_on_exit_threshold=-1"
+QOPTS="-c heapprof.dump_on_exit_threshold=-1 -c heapprof.store_statement_text=on"
 cli() { ./pg_heapprof -d postgres "$@"; }
 w=$(scratch)
 cleanup() {

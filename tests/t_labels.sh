@@ -27,7 +27,8 @@
 #    database encoding.
 set -euo pipefail
 [ -z "${HP_TRACE:-}" ] || set -x
-q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
+# its captures are found by their text: kept only with heapprof.store_statement_text
+q() { PGOPTIONS="-c heapprof.dump_on_exit_threshold=-1 -c heapprof.store_statement_text=on" psql -X -q -At -d postgres -v ON_ERROR_STOP=1 "$@"; }
 w=$(mktemp -d)
 bg=
 cleanup() {

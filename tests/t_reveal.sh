@@ -152,7 +152,8 @@ leaks=$(awk 'function h(s,   v, i, c) { s = tolower(s); sub(/^0x/, "", s); v = 0
 PGUSER=hp_rv_other psql -X -q -At -d postgres -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
 sleeper=$!
 q -c "ALTER ROLE hp_rv_other SET heapprof.capture_min_growth = '1MB'" \
-	-c "ALTER ROLE hp_rv_other SET heapprof.dump_on_exit_threshold = 0" >/dev/null
+	-c "ALTER ROLE hp_rv_other SET heapprof.dump_on_exit_threshold = 0" \
+	-c "ALTER ROLE hp_rv_other SET heapprof.store_statement_text = on" >/dev/null
 q_as hp_rv_other -c "SELECT heapprof_enable()" \
 	-c "SELECT heapprof_snapshot('hp_rv_other_snap', true)" -c "SELECT pg_sleep(0.02)" \
 	-c "SELECT heapprof_test_leak(3000000) /* hp_rv_secret_text */" -c "SELECT pg_sleep(0.02)" >/dev/null

@@ -25,6 +25,21 @@
 #define QUERY_PREFIX "%heapprof-query "
 #define LABEL_CONTEXT_PREFIX "%heapprof-label-context "
 #define LABEL_QUERY_PREFIX "%heapprof-label-query "
+#define ENCODING_PREFIX "%heapprof-encoding "
+
+/* An encoding's name as a line holds it: letters, digits and '_', cut to fit out. */
+static void
+encoding_name(char *out, const char *p, const char *end)
+{
+	size_t		n = 0;
+
+	for (; p < end && n + 1 < HP_ENCODING_MAX; p++)
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')
+			out[n++] = *p;
+		else
+			break;
+	out[n] = '\0';
+}
 
 /* ---- writers ---- */
 
@@ -63,7 +78,11 @@ hp_format_meta(char *buf, size_t size, const hp_meta *m)
 	return len;
 }
 
-/* s escaped into out (room for 4 bytes per byte, and the NUL): one line, any bytes. */
+/*
+ * s escaped into out (room for 4 bytes per byte, and the NUL): one line of
+ * ASCII, any bytes -- a label written in a LATIN1 database is read in a
+ * UTF8 one, and a file's text is valid in every encoding.
+ */
 static void
 escape(char *out, const char *s)
 {
@@ -81,7 +100,7 @@ escape(char *out, const char *s)
 			*out++ = '\\';
 			*out++ = 'n';
 		}
-		else if (ch < 0x20 || ch == 0x7f)
+		else if (ch < 0x20 || ch >= 0x7f)
 			out += sprintf(out, "\\x%02x", ch);
 		else
 			*out++ = (char) ch;
@@ -208,6 +227,16 @@ hp_format_identity(char *buf, size_t size, const hp_identity *id)
 				n += (size_t) snprintf(line + n, sizeof(line) - n, " %llx",
 									   (unsigned long long) starts[i]);
 		line[n++] = '\n';
+		if (!put_line(buf, size, &len, line, n))
+			return len;
+	}
+	if (id->encoding && id->encoding[0])
+	{
+		char		name[HP_ENCODING_MAX];
+
+		/* the labels' texts are in it (escaped to ASCII, not converted) */
+		encoding_name(name, id->encoding, id->encoding + strlen(id->encoding));
+		n = (size_t) snprintf(line, sizeof(line), "%s%s\n", ENCODING_PREFIX, name);
 		if (!put_line(buf, size, &len, line, n))
 			return len;
 	}
@@ -388,6 +417,8 @@ hp_read_comment(hp_arena *a, const char *line, size_t len, hp_profile *out)
 	}
 	else if (starts_with(p, end, BUILD_ID_PREFIX))
 		read_build_id(a, p + strlen(BUILD_ID_PREFIX), end, out);
+	else if (starts_with(p, end, ENCODING_PREFIX))
+		encoding_name(out->encoding, p + strlen(ENCODING_PREFIX), end);
 	else if (starts_with(p, end, COVERAGE_PREFIX))
 	{
 		uint64_t	since;
@@ -546,6 +577,8 @@ hp_read_capture(const char *text, size_t len, hp_capture *c)
 			unescape(p + strlen(DATABASE_PREFIX), stop, c->database, sizeof(c->database));
 		else if (starts_with(p, stop, QUERY_PREFIX))
 			unescape(p + strlen(QUERY_PREFIX), stop, c->query, sizeof(c->query));
+		else if (starts_with(p, stop, ENCODING_PREFIX))
+			encoding_name(c->encoding, p + strlen(ENCODING_PREFIX), stop);
 		p = nl ? nl + 1 : end;
 	}
 	return found;

@@ -107,10 +107,11 @@ typedef struct hp_identity
 	size_t		ncontexts;
 	const hp_query_slot *queries;
 	size_t		nqueries;
+	const char *encoding;		/* the labels' texts are in it: a %heapprof-encoding line */
 } hp_identity;
 
 /* Room that hp_format_identity may need at most. */
-#define HP_IDENTITY_MAX (64 + 64 + HP_MAX_OBJECTS * 170 + 32 + HP_MAX_FOLD_STARTS * 17 + HP_LABELS_MAX)
+#define HP_IDENTITY_MAX (64 + 64 + 64 + HP_MAX_OBJECTS * 170 + 32 + HP_MAX_FOLD_STARTS * 17 + HP_LABELS_MAX)
 
 /* Who took a stored profile, and when. */
 typedef struct hp_meta
@@ -124,6 +125,9 @@ typedef struct hp_meta
 
 /* A statement that left memory behind (statement captures). */
 #define HP_MAX_QUERY 1024
+/* Room for an encoding's name (PostgreSQL's, as "LATIN1"), with its NUL. */
+#define HP_ENCODING_MAX 32
+
 typedef struct hp_capture
 {
 	long long	queryid;		/* 0: not computed */
@@ -131,6 +135,7 @@ typedef struct hp_capture
 	bool		partial;		/* the record of recent allocations did not reach back to its start */
 	char		database[64];
 	char		query[HP_MAX_QUERY + 1];
+	char		encoding[HP_ENCODING_MAX];	/* read: the writer's database encoding (its texts'), or "" */
 } hp_capture;
 
 /* Room that hp_format_capture may need at most. */

@@ -41,6 +41,7 @@ typedef struct hp_sample
 
 typedef struct hp_profile
 {
+	char		encoding[HP_ENCODING_MAX];	/* the database encoding of the labels' texts, or "" */
 	uint64_t	rate;			/* mean sampling interval R, from heap_v2/R */
 	hp_sample  *samples;
 	size_t		nsamples;

@@ -24,6 +24,7 @@
 #include "process.h"
 #include "request.h"
 #include "shmem.h"
+#include "sqltext.h"
 #include "symindex.h"
 
 PG_FUNCTION_INFO_V1(heapprof_status);
@@ -78,7 +79,7 @@ status_row(FunctionCallInfo fcinfo, int sql_version)
 	if (names_column)
 	{
 		if (debug_hint)
-			values[14] = CStringGetTextDatum(debug_hint);
+			values[14] = HpgTextDatum(debug_hint);
 		else
 			nulls[14] = true;
 	}
@@ -106,7 +107,7 @@ status_row(FunctionCallInfo fcinfo, int sql_version)
 	values[11] = TimestampTzGetDatum(peak.taken_at);
 	nulls[10] = nulls[11] = peak.taken_at == 0;
 	if (hint)
-		values[13] = CStringGetTextDatum(hint);
+		values[13] = HpgTextDatum(hint);
 	else
 		nulls[13] = true;
 	if (sql_version >= 2)

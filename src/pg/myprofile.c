@@ -19,6 +19,7 @@
 #include <link.h>
 #include <unistd.h>
 
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 
 #include "analysis.h"
@@ -120,6 +121,7 @@ hpg_identity_text(char *buf, size_t size, bool coverage)
 	/* heapprof's own caches are never sampled: not what the profile misses */
 	id.coverage.allocated = st.allocated - Min(st.allocated, (uint64) Max(hpg_symbolizer_bytes(), 0));
 	hpg_labels_tables(&id);
+	id.encoding = GetDatabaseEncodingName();
 	return hp_format_identity(buf, size, &id);
 }
 

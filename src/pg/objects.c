@@ -19,6 +19,7 @@
 
 #include "compat.h"
 #include "objects.h"
+#include "sqltext.h"
 #include "engine/debuginfo.h"
 
 #define MAX_OBJECTS 256
@@ -120,7 +121,7 @@ hpg_missing_debug_info(const char **hint)
 		if (info[i].refused)
 			appendStringInfo(&refused, " Debug file for %s refused: %s (%s).", base_name(paths[i]),
 							 info[i].refused, info[i].refused_file);
-		accumArrayResult(names, CStringGetTextDatum(base_name(paths[i])), false, TEXTOID,
+		accumArrayResult(names, HpgTextDatum(base_name(paths[i])), false, TEXTOID,
 						 CurrentMemoryContext);
 		appendStringInfo(&list, "%s%s", list.len ? ", " : "", base_name(paths[i]));
 		if (first < 0)
@@ -170,11 +171,11 @@ heapprof_objects(PG_FUNCTION_ARGS)
 		Datum		values[4];
 		bool		nulls[4] = {0};
 
-		values[0] = CStringGetTextDatum(paths[i]);
+		values[0] = HpgTextDatum(paths[i]);
 		values[1] = CStringGetTextDatum(info[i].build_id);
 		nulls[1] = info[i].build_id[0] == '\0';
 		values[2] = BoolGetDatum(info[i].found);
-		values[3] = CStringGetTextDatum(info[i].file);
+		values[3] = HpgTextDatum(info[i].file);
 		nulls[3] = info[i].file[0] == '\0';
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

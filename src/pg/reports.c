@@ -28,6 +28,7 @@
 #include "jemalloc.h"
 #include "process.h"
 #include "shmem.h"
+#include "sqltext.h"
 #include "stored.h"
 #include "engine/format.h"
 
@@ -290,35 +291,6 @@ run_report(FunctionCallInfo fcinfo, hp_report_kind kind, emit_fn emit, report_of
 	return value;
 }
 
-/*
- * Text from ELF and DWARF (names, file names) in the database encoding:
- * bytes that do not form a valid character become '?'.
- */
-static text *
-safe_text(const char *s, size_t len)
-{
-	char	   *copy;
-	size_t		i = 0;
-
-	if (pg_verifymbstr(s, (int) len, true))
-		return cstring_to_text_with_len(s, (int) len);
-	copy = palloc(len + 1);
-	while (i < len)
-	{
-		int			n = pg_encoding_verifymbchar(GetDatabaseEncoding(), s + i, (int) (len - i));
-
-		if (n <= 0)
-		{
-			copy[i++] = '?';
-			continue;
-		}
-		memcpy(copy + i, s + i, n);
-		i += n;
-	}
-	return cstring_to_text_with_len(copy, (int) len);
-}
-
-#define SafeTextDatum(s) PointerGetDatum(safe_text((s), strlen(s)))
 
 static void
 emit_lines(FunctionCallInfo fcinfo, const hp_result *r)
@@ -331,7 +303,7 @@ emit_lines(FunctionCallInfo fcinfo, const hp_result *r)
 	{
 		const char *nl = memchr(p, '\n', end - p);
 		size_t		len = nl ? (size_t) (nl - p) : (size_t) (end - p);
-		Datum		value = PointerGetDatum(safe_text(p, len));
+		Datum		value = PointerGetDatum(hpg_text(p, len));
 		bool		isnull = false;
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
@@ -367,9 +339,9 @@ emit_top(FunctionCallInfo fcinfo, const hp_result *r)
 		values[3] = pct_datum(row->running, total, &nulls[3]);
 		values[4] = Int64GetDatum(hp_whole_cum(row));
 		values[5] = pct_datum(row->cum, total, &nulls[5]);
-		values[6] = SafeTextDatum(row->func->name);
+		values[6] = HpgTextDatum(row->func->name);
 		if (row->func->location)
-			values[7] = SafeTextDatum(row->func->location);
+			values[7] = HpgTextDatum(row->func->location);
 		else
 			nulls[7] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -400,7 +372,7 @@ emit_paths(FunctionCallInfo fcinfo, const hp_result *r, bool temporary)
 
 		CHECK_FOR_INTERRUPTS();
 		for (uint32 j = 0; j < path->nframes; j++)
-			frames[j] = SafeTextDatum(g->funcs[path->frames[j]].name);
+			frames[j] = HpgTextDatum(g->funcs[path->frames[j]].name);
 		/* the rows add up to the Total of the text report */
 		values[n++] = Int64GetDatum(hp_whole_next(&bytes, path->bytes));
 		values[n++] = Int64GetDatum(hp_whole_next(&objs, path->objs));
@@ -419,7 +391,7 @@ emit_paths(FunctionCallInfo fcinfo, const hp_result *r, bool temporary)
 			/* the statement (as pg_stat_statements has it) and the memory context; 1.1 has no such columns */
 			values[n] = Int64GetDatum((int64) path->queryid);
 			nulls[n++] = !(path->labels & HP_HAS_QUERY);
-			values[n] = ctx ? SafeTextDatum(ctx) : (Datum) 0;
+			values[n] = ctx ? HpgTextDatum(ctx) : (Datum) 0;
 			nulls[n++] = ctx == NULL;
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -456,7 +428,7 @@ emit_queries(FunctionCallInfo fcinfo, const hp_result *r)
 		CHECK_FOR_INTERRUPTS();
 		values[0] = Int64GetDatum((int64) q->queryid);
 		nulls[0] = !q->has_queryid;
-		values[1] = q->text ? SafeTextDatum(q->text) : (Datum) 0;
+		values[1] = q->text ? PointerGetDatum(hpg_text_in(q->text, strlen(q->text), r->profile.encoding)) : (Datum) 0;
 		nulls[1] = q->text == NULL;
 		values[2] = Int64GetDatum(hp_whole_next(&bytes, q->bytes));
 		values[3] = Int64GetDatum(hp_whole_next(&objs, q->objs));
@@ -536,7 +508,7 @@ heapprof_dump_flamegraph(PG_FUNCTION_ARGS)
 {
 	text	   *svg = (text *) run_report(fcinfo, HP_REPORT_FLAMEGRAPH, NULL, OF_ARGS);
 
-	PG_RETURN_TEXT_P(safe_text(VARDATA(svg), VARSIZE(svg) - VARHDRSZ));
+	PG_RETURN_TEXT_P(hpg_text(VARDATA(svg), VARSIZE(svg) - VARHDRSZ));
 }
 
 /* a gzip-compressed pprof profile */
@@ -559,7 +531,7 @@ dump_as_text(FunctionCallInfo fcinfo, bool identity)
 	skip = identity ? 0 : hp_header_length(dump.data, dump.len);
 	/* paths in the maps section must be valid in the database encoding */
 	pg_verifymbstr(dump.data + skip, dump.len - (int) skip, false);
-	return cstring_to_text_with_len(dump.data + skip, dump.len - (int) skip);
+	return hpg_text(dump.data + skip, dump.len - (int) skip);
 }
 
 /* heapprof_dump_raw(pid): the jemalloc dump verbatim, for jeprof or heapprof-report */

@@ -53,6 +53,7 @@
 #include "jemalloc.h"
 #include "myprofile.h"
 #include "recording.h"
+#include "sqltext.h"
 #include "statements.h"
 #include "store.h"
 #include "stored.h"
@@ -470,15 +471,15 @@ capture_row(const char *name, const char *text, int len, bool whole, int64 size,
 	if (whole)
 		hpg_summarize(text, len, &bytes, &stacks);
 	owner = GetUserNameFromId(m.owner, true);
-	values[0] = CStringGetTextDatum(name);
+	values[0] = HpgTextDatum(name);
 	values[1] = Int32GetDatum(m.pid);
 	values[2] = owner ? CStringGetTextDatum(owner) : (Datum) 0;
 	nulls[2] = owner == NULL;
-	values[3] = CStringGetTextDatum(c->database);
+	values[3] = PointerGetDatum(hpg_text_in(c->database, strlen(c->database), c->encoding));
 	values[4] = Int64GetDatum(c->queryid);
 	nulls[4] = c->queryid == 0;
 	/* a capture keeps no text unless heapprof.store_statement_text was on: the queryid says which */
-	values[5] = c->query[0] ? CStringGetTextDatum(c->query) : (Datum) 0;
+	values[5] = c->query[0] ? PointerGetDatum(hpg_text_in(c->query, strlen(c->query), c->encoding)) : (Datum) 0;
 	nulls[5] = c->query[0] == '\0';
 	values[6] = TimestampTzGetDatum((TimestampTz) m.taken_at);
 	values[7] = Int64GetDatum(c->growth);

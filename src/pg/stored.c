@@ -26,6 +26,7 @@
 #include "analysis.h"
 #include "files.h"
 #include "peak.h"
+#include "sqltext.h"
 #include "store.h"
 #include "stored.h"
 #include "engine/format.h"
@@ -266,14 +267,14 @@ put_row(ReturnSetInfo *rsinfo, row_kind rk, const char *name, const char *kind,
 
 	if (whole)
 		hpg_summarize(text, len, &bytes, &stacks);
-	values[i++] = CStringGetTextDatum(name);
+	values[i++] = HpgTextDatum(name);
 	if (rk == ROW_STORED)
 		values[i++] = CStringGetTextDatum(kind);
 	values[i] = Int32GetDatum(m.pid);
 	nulls[i++] = !has_meta;
 	if (rk == ROW_DUMPS)
 	{
-		values[i] = CStringGetTextDatum(has_meta ? m.backend_type : "");
+		values[i] = HpgTextDatum(has_meta ? m.backend_type : "");
 		nulls[i++] = !has_meta;
 	}
 	values[i] = owner ? CStringGetTextDatum(owner) : (Datum) 0;
