@@ -34,12 +34,16 @@ set_problem(problem *pr, const char *msg, const char *hint)
 		fail("out of memory");
 }
 
+/* The server's error, its hint in pg_heapprof's terms (hints.c). */
 static void
-set_result_problem(problem *pr, PGresult *res)
+set_result_problem(const server *s, problem *pr, PGresult *res)
 {
 	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	char	   *hint = cli_hint(s->o, PQresultErrorField(res, PG_DIAG_SQLSTATE), msg,
+								PQresultErrorField(res, PG_DIAG_MESSAGE_HINT), PQuser(s->conn));
 
-	set_problem(pr, msg ? msg : PQresultErrorMessage(res), PQresultErrorField(res, PG_DIAG_MESSAGE_HINT));
+	set_problem(pr, msg ? msg : PQresultErrorMessage(res), hint);
+	free(hint);
 }
 
 void
@@ -96,7 +100,7 @@ query(server *s, problem *pr, const char *sql, int nparams, const char *const *v
 	res = PQexecParams(s->conn, buf, nparams, NULL, values, NULL, NULL, binary);
 	if (PQresultStatus(res) == PGRES_TUPLES_OK || PQresultStatus(res) == PGRES_COMMAND_OK)
 		return res;
-	set_result_problem(pr, res);
+	set_result_problem(s, pr, res);
 	PQclear(res);
 	return NULL;
 }
@@ -173,7 +177,7 @@ ask_window(server *s, problem *pr, const char *sql, int nparams, const char *con
 		set_problem(pr, PQerrorMessage(s->conn), NULL);
 	else if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		set_result_problem(pr, res);
+		set_result_problem(s, pr, res);
 		PQclear(res);
 		res = NULL;
 	}

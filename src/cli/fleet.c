@@ -232,11 +232,27 @@ choose(server *s)
 	}
 }
 
-/* A server's notices (an empty profile, ...) name the server. */
+/*
+ * A server's notices (an empty profile, ...), naming the server when there
+ * are several, with their hints in pg_heapprof's terms (hints.c).
+ */
 static void
-notice(void *arg, const char *message)
+notice(void *arg, const PGresult *res)
 {
-	fprintf(stderr, "%s: %s: %s", progname, ((server *) arg)->label, message);
+	const server *s = arg;
+	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	char	   *hint = cli_hint(s->o, PQresultErrorField(res, PG_DIAG_SQLSTATE), msg,
+								PQresultErrorField(res, PG_DIAG_MESSAGE_HINT), PQuser(s->conn));
+
+	if (msg == NULL)
+		fprintf(stderr, "%s", PQresultErrorMessage(res));
+	else
+		fprintf(stderr, "%s: %s%s%s: %s\n", progname, s->o->nconn > 1 ? s->label : "",
+				s->o->nconn > 1 ? ": " : "", severity ? severity : "NOTICE", msg);
+	if (hint)
+		fprintf(stderr, "%s: hint: %s\n", progname, hint);
+	free(hint);
 }
 
 /* A server's thread: connect, choose the processes, ask each of them. */
@@ -248,8 +264,7 @@ serve(void *arg)
 
 	if (!connect_server(s))
 		return NULL;
-	if (o->nconn > 1)
-		PQsetNoticeProcessor(s->conn, notice, s);
+	PQsetNoticeReceiver(s->conn, notice, s);
 	if (o->window)
 		s->cancel = PQgetCancel(s->conn);
 	if (o->action == ACT_CAPTURES || o->action == ACT_SETUP)
