@@ -242,6 +242,7 @@ notice(void *arg, const PGresult *res)
 	const server *s = arg;
 	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY);
 	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
 	char	   *hint = cli_hint(s->o, PQresultErrorField(res, PG_DIAG_SQLSTATE), msg,
 								PQresultErrorField(res, PG_DIAG_MESSAGE_HINT), PQuser(s->conn));
 
@@ -250,6 +251,8 @@ notice(void *arg, const PGresult *res)
 	else
 		fprintf(stderr, "%s: %s%s%s: %s\n", progname, s->o->nconn > 1 ? s->label : "",
 				s->o->nconn > 1 ? ": " : "", severity ? severity : "NOTICE", msg);
+	if (msg && detail)
+		fprintf(stderr, "%s: detail: %s\n", progname, detail);
 	if (hint)
 		fprintf(stderr, "%s: hint: %s\n", progname, hint);
 	free(hint);
