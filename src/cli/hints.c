@@ -8,6 +8,7 @@
  * cannot give it a hint: here it gains one naming the workflow the action
  * needs and the heapprof_grant() call that gives it.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,19 +65,29 @@ translate_calls(FILE *f, const char *hint)
 }
 
 /*
- * The heapprof function a bare "permission denied for function NAME" names
- * (the name ends the message in every language), or NULL.
+ * The heapprof function PostgreSQL's "permission denied for function NAME"
+ * names, in any language, into name: the last heapprof_ identifier of the
+ * message that is no part of a path or a file name.  False if none.
  */
-static const char *
-denied_function(const char *msg)
+static bool
+denied_function(const char *msg, char *name, size_t size)
 {
-	const char *name = NULL;
+	static const char ident[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
+	bool		found = false;
 
 	for (const char *p = strstr(msg, "heapprof_"); p; p = strstr(p + 1, "heapprof_"))
-		name = p;
-	if (name == NULL || name[strspn(name, "abcdefghijklmnopqrstuvwxyz_")] != '\0')
-		return NULL;
-	return name;
+	{
+		size_t		n = strspn(p, ident);
+
+		if ((p == msg || (!strchr(ident, p[-1]) && !strchr("/.", p[-1]))) &&
+			(p[n] == '\0' || !strchr("/.", p[n])) && n < size)
+		{
+			memcpy(name, p, n);
+			name[n] = '\0';
+			found = true;
+		}
+	}
+	return found;
 }
 
 /* The workflow (heapprof_workflows()) that gives what the action calls. */
@@ -102,10 +113,10 @@ cli_hint(const cli_opts *o, const char *sqlstate, const char *msg, const char *h
 	char	   *out = NULL;
 	size_t		len = 0;
 	FILE	   *f;
-	const char *function;
+	char		function[64];
 
 	if (hint == NULL && (sqlstate == NULL || strcmp(sqlstate, "42501") != 0 || msg == NULL ||
-						 (function = denied_function(msg)) == NULL))
+						 !denied_function(msg, function, sizeof(function))))
 		return NULL;
 	if ((f = open_memstream(&out, &len)) == NULL)
 		fail("out of memory");
