@@ -26,6 +26,8 @@ static const struct
 	{"heapprof_status(pid => ", ")", "pg_heapprof --list"},
 	{"heapprof_backends()", NULL, "pg_heapprof --list"},
 	{"heapprof_status()", NULL, "pg_heapprof --setup"},
+	{"heapprof_dump_portable()", NULL, "pg_heapprof --client-symbols"},
+	{"heapprof_dump_raw()", NULL, "pg_heapprof --report raw"},
 };
 
 /* hint with every call of the table replaced by its option, in f. */
