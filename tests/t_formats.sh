@@ -18,7 +18,7 @@
 #    search counts functions that only have such frames as exactly;
 #  - pg_heapprof fails cleanly on a wrong password, a database without the
 #    extension, a bad pid and bad arguments; a role without grants is told
-#    the workflow and the heapprof_grant() line; a server hint naming
+#    the workflow and the heapprof_grant() line (in SQL: how to get one); a server hint naming
 #    heapprof_enable(pid => N) is printed as --enable --pid N;
 #  - -o DIR/ is created for reports of every process, -o DIR (missing) is a
 #    usage error saying so, and a wide dot graph's SVG fits a window.
@@ -234,6 +234,10 @@ for a in "--list processes" "--setup processes" "--captures history"; do
 	grep -qx "pg_heapprof: hint: the role lacks the heapprof workflow $2; a superuser (or the extension's owner) grants it with: SELECT heapprof_grant('heapprof_pw', '$2');" "$w/err" ||
 		{ cat "$w/err"; fail "$1 without grants: no heapprof_grant hint"; }
 done
+# in SQL, PostgreSQL's bare error gains a hint that says how to get the grant
+r=$(PGPASSWORD=right psql -X -w -U heapprof_pw -d postgres -c "SELECT heapprof_enable()" 2>&1) && fail "heapprof_enable() without grants: $r"
+grep -q "HINT:  heapprof grants its functions by workflow, .*SELECT heapprof_grant('heapprof_pw') names the workflows" <<<"$r" ||
+	fail "heapprof_enable() without grants: no hint naming heapprof_grant: $r"
 # a server hint that names a SQL call names pg_heapprof's option
 psql -X -q -d postgres -c "SET application_name = 'hp_fmt_idle'" -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
 idle_psql=$!

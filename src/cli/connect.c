@@ -39,8 +39,7 @@ static void
 set_result_problem(const server *s, problem *pr, PGresult *res)
 {
 	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-	char	   *hint = cli_hint(s->o, PQresultErrorField(res, PG_DIAG_SQLSTATE), msg,
-								PQresultErrorField(res, PG_DIAG_MESSAGE_HINT), PQuser(s->conn));
+	char	   *hint = cli_hint(s->o, res, PQuser(s->conn));
 
 	set_problem(pr, msg ? msg : PQresultErrorMessage(res), hint);
 	free(hint);

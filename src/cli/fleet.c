@@ -243,8 +243,7 @@ notice(void *arg, const PGresult *res)
 	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY);
 	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
-	char	   *hint = cli_hint(s->o, PQresultErrorField(res, PG_DIAG_SQLSTATE), msg,
-								PQresultErrorField(res, PG_DIAG_MESSAGE_HINT), PQuser(s->conn));
+	char	   *hint = cli_hint(s->o, res, PQuser(s->conn));
 
 	if (msg == NULL)
 		fprintf(stderr, "%s", PQresultErrorMessage(res));

@@ -5,7 +5,8 @@
  * needs the option that does the same, so every such call is translated
  * here, from one table.  PostgreSQL's own "permission denied for function
  * heapprof_..." (42501) comes before any heapprof code runs, so the server
- * cannot give it a hint: here it gains one naming the workflow the action
+ * knows nothing of the action (its hint, when heapprof is preloaded, only
+ * says how workflows are granted): here it names the workflow the action
  * needs and the heapprof_grant() call that gives it.
  */
 #include <stdbool.h>
@@ -105,24 +106,32 @@ workflow(const cli_opts *o, const char *function)
 }
 
 /*
- * The hint to print for the server's error or notice (sqlstate, msg,
- * hint): the server's in pg_heapprof's terms, or the grant a bare 42501
- * lacks; NULL for none.  role is the connection's.  The caller frees it.
+ * The hint to print for the server's error or notice res: for PostgreSQL's
+ * "permission denied for function heapprof_..." (aclcheck_error's 42501),
+ * the workflow the action needs and its grant; else the server's hint in
+ * pg_heapprof's terms; NULL for none.  role is the connection's.  The
+ * caller frees it.
  */
 char *
-cli_hint(const cli_opts *o, const char *sqlstate, const char *msg, const char *hint, const char *role)
+cli_hint(const cli_opts *o, const PGresult *res, const char *role)
 {
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	const char *source = PQresultErrorField(res, PG_DIAG_SOURCE_FUNCTION);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+	bool		denied;
+	char		function[64];
 	char	   *out = NULL;
 	size_t		len = 0;
 	FILE	   *f;
-	char		function[64];
 
-	if (hint == NULL && (sqlstate == NULL || strcmp(sqlstate, "42501") != 0 || msg == NULL ||
-						 !denied_function(msg, function, sizeof(function))))
+	denied = state && strcmp(state, "42501") == 0 && source && strcmp(source, "aclcheck_error") == 0 &&
+		msg && denied_function(msg, function, sizeof(function));
+	if (!denied && hint == NULL)
 		return NULL;
 	if ((f = open_memstream(&out, &len)) == NULL)
 		fail("out of memory");
-	if (hint)
+	if (!denied)
 		translate_calls(f, hint);
 	else
 	{

@@ -127,8 +127,7 @@ extern bool have_dot(void);
 extern bool put(const cli_opts *o, const char *data, size_t len, const char *path);
 
 /* hints.c */
-extern char *cli_hint(const cli_opts *o, const char *sqlstate, const char *msg, const char *hint,
-					  const char *role);
+extern char *cli_hint(const cli_opts *o, const PGresult *res, const char *role);
 
 /* options.c */
 extern void parse_options(int argc, char **argv, cli_opts *o);
