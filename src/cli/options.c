@@ -463,7 +463,8 @@ check(cli_opts *o, const raw_args *r)
 		check_client_symbols(o);
 	if (o->action == ACT_REPORT && o->type && !o->merge)
 		output_directory(o);
-	else if (o->output && o->output[0] && o->output[strlen(o->output) - 1] == '/')
+	else if ((o->action == ACT_REPORT || o->action == ACT_LEAK) && o->output && o->output[0] &&
+			 o->output[strlen(o->output) - 1] == '/')
 		bad_usage("--output \"%s\" names a directory, and this report is one file: name the file",
 				  o->output);
 	if (o->format && strcmp(o->format, "svg") == 0)
