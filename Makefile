@@ -5,7 +5,7 @@
 
 MODULE_big = heapprof
 EXTENSION  = heapprof
-DATA       = heapprof--1.0.sql heapprof--1.0--1.1.sql heapprof--1.1--1.2.sql
+DATA       = heapprof--1.0.sql heapprof--1.0--1.1.sql heapprof--1.1--1.2.sql heapprof--1.2--1.3.sql
 PGFILEDESC = "heapprof - jemalloc heap profiling from SQL"
 
 # The layers: the jemalloc binding and PostgreSQL's allocator names (plain C),
@@ -19,7 +19,11 @@ OBJS        = $(COMMON_OBJS) $(ENGINE_OBJS) $(PG_OBJS)
 # Named in error hints; the file jemalloc is preloaded from on this machine.
 JEMALLOC_SO ?= $(firstword $(wildcard /usr/lib/*/libjemalloc.so.2 /usr/lib64/libjemalloc.so.2 /usr/lib/libjemalloc.so.2) libjemalloc.so.2)
 
-PG_CPPFLAGS = -I$(srcdir)/src -isystem $(shell $(PG_CONFIG) --includedir-server) -DHEAPPROF_JEMALLOC_SO='"$(JEMALLOC_SO)"'
+# heapprof.control's version, which pg_heapprof --version prints.
+HP_VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))heapprof.control)
+
+PG_CPPFLAGS = -I$(srcdir)/src -isystem $(shell $(PG_CONFIG) --includedir-server) -DHEAPPROF_JEMALLOC_SO='"$(JEMALLOC_SO)"' \
+	-DHEAPPROF_VERSION='"$(HP_VERSION)"'
 PG_CFLAGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK  = -ldw -lelf -lz -lm -ldl
 
@@ -55,13 +59,14 @@ $(REPORT): src/cli/heapprof-report.o $(CLI_ENGINE)
 # pg_heapprof: the libpq client, in stages (see src/cli/pg_heapprof.h);
 # --merge and --client-symbols render with the engine.
 CLIENT = pg_heapprof
-CLIENT_OBJS = $(patsubst %.c,%.o,$(addprefix src/cli/,pg_heapprof.c common.c options.c connect.c fleet.c merge.c output.c write.c))
+CLIENT_OBJS = $(patsubst %.c,%.o,$(addprefix src/cli/,pg_heapprof.c common.c options.c hints.c connect.c fleet.c merge.c output.c write.c))
 $(CLIENT_OBJS): override CPPFLAGS += -I$(includedir)
 all: $(CLIENT)
 $(CLIENT): $(CLIENT_OBJS) $(CLI_ENGINE)
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) -L$(libdir) -lpq -ldw -lelf -lz -lm -ldl -pthread -o $@
 
 $(OBJS) src/cli/heapprof-report.o $(CLI_ENGINE) $(CLIENT_OBJS): $(HEADERS_ALL)
+src/cli/options.o: heapprof.control
 
 install: install-report
 install-report: $(REPORT) $(CLIENT)
@@ -81,7 +86,7 @@ check-ubsan:
 # Release archives from the tracked files as they are in the work tree.  The
 # version is heapprof.control's; PGXN's META.json spells it in semver
 # (1.0 -> 1.0.0) and must agree.
-VERSION := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/heapprof.control)
+VERSION := $(HP_VERSION)
 SEMVER  := $(VERSION)$(if $(word 3,$(subst ., ,$(VERSION))),,.0)
 DIST    := heapprof-$(VERSION)
 DEB_OUT ?= debs

@@ -94,7 +94,8 @@ SELECT count(*) AS revoked FROM heapprof_revoke('heapprof_alice');
 SELECT fn AS alice_keeps FROM heapprof_functions
 WHERE has_function_privilege('heapprof_alice', fn, 'EXECUTE');
 SELECT count(*) AS rows_left FROM heapprof_grants;
--- no workflow at all is an error, not a silent no-op
+-- no workflow at all is an error, not a silent no-op: it lists the workflows
+SELECT heapprof_test_error($$SELECT heapprof_grant('heapprof_alice')$$);
 SELECT heapprof_test_error($$SELECT heapprof_grant('heapprof_alice', VARIADIC '{}'::text[])$$);
 SELECT heapprof_test_error($$SELECT heapprof_grant('heapprof_alice', VARIADIC NULL::text[])$$);
 -- a role dropped without a revoke leaves no row behind the next grant

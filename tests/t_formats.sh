@@ -17,7 +17,11 @@
 #    frames narrower than a pixel are merged into boxes when drawn, and the
 #    search counts functions that only have such frames as exactly;
 #  - pg_heapprof fails cleanly on a wrong password, a database without the
-#    extension, a bad pid and bad arguments.
+#    extension, a bad pid and bad arguments; a role without grants is told
+#    the workflow and the heapprof_grant() line (in SQL: how to get one); a server hint naming
+#    heapprof_enable(pid => N) is printed as --enable --pid N;
+#  - -o DIR/ is created for reports of every process, -o DIR (missing) is a
+#    usage error saying so, and a wide dot graph's SVG fits a window.
 set -euo pipefail
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
@@ -51,6 +55,14 @@ for f in dot svg flamegraph collapsed pprof raw text top; do
 done
 dot -Tsvg "$w/out.dot" > /dev/null || fail "dot rejects the dot output"
 grep -q '<svg' "$w/out.svg" || fail "svg"
+# a wide graph's SVG fits a browser window (dot scales it to size="10,7": 720x504 pt)
+awk 'BEGIN { printf "heap_v2/524288\n  t*: 1: 100 [0: 0]\n"
+	for (i = 0; i < 60; i++) { printf "@"; for (j = 0; j < 4; j++) printf " 0x%x", 4194320 + (i * 4 + j) * 64
+		printf " 0x%x 0x%x\n  t*: 1: %d [0: 0]\n", 4294416 + (i % 6) * 64, 4394320, 1000000 + i * 10000 }
+	printf "\nMAPPED_LIBRARIES:\n400000-500000 r-xp 00000000 08:01 1 /nonexistent/heapprof/wide.so\n" }' >"$w/wide.heap"
+./heapprof-report --dot "$w/wide.heap" | dot -Tsvg >"$w/wide.svg" || fail "the wide graph's svg"
+read -r wpt hpt < <(sed -n 's/^<svg width="\([0-9]*\)pt" height="\([0-9]*\)pt".*/\1 \2/p' "$w/wide.svg")
+[ "${wpt:-9999}" -le 720 ] && [ "${hpt:-9999}" -le 504 ] || fail "the wide graph's svg is ${wpt}x${hpt} pt, wider than a window"
 grep -q 'hpt_leaf_alloc' "$w/out.flamegraph" || fail "flamegraph lacks the frame"
 grep -q ';hpt_outer;hpt_middle;hpt_leaf_alloc 3145728$' "$w/out.collapsed" || fail "collapsed"
 grep -q '^ *3145728 .* hpt_leaf_alloc$' <(./heapprof-report --show_bytes "$w/out.raw") || fail "raw"
@@ -81,8 +93,17 @@ cli --client-symbols --report raw --pid "$pid" >/dev/null 2>"$w/err" || rc=$?
 [ "$rc" = 2 ] && grep -q 'raw format has none' "$w/err" || fail "--client-symbols --report raw: exit $rc, $(cat "$w/err")"
 
 # a report without --pid: every process, one file each; top's percentages as --merge's
-mkdir "$w/all" "$w/typed"
-cli --report top --focus hpt_ -o "$w/all" >"$w/all.out" 2>/dev/null || { cat "$w/all.out"; fail "--report top without --pid"; }
+# (a directory named with a trailing slash is created; one without is not, and says how)
+mkdir "$w/typed"
+rc=0
+cli --report top -o "$w/all" >/dev/null 2>"$w/err" || rc=$?
+[ "$rc" = 2 ] && [ ! -e "$w/all" ] && grep -q "hint: end it with / to have it created (-o $w/all/)" "$w/err" ||
+	fail "--report top -o a missing directory: exit $rc, $(cat "$w/err")"
+rc=0
+cli --report top --pid "$pid" -o "$w/one/" >/dev/null 2>"$w/err" || rc=$?
+[ "$rc" = 2 ] && grep -q 'names a directory, and this report is one file' "$w/err" ||
+	fail "--pid -o DIR/: exit $rc, $(cat "$w/err")"
+cli --report top --focus hpt_ -o "$w/all/" >"$w/all.out" 2>/dev/null || { cat "$w/all.out"; fail "--report top without --pid"; }
 grep -q "  $pid (client backend): $w/all/.*-$pid.top$" "$w/all.out" && grep -q "(checkpointer)" "$w/all.out" ||
 	{ cat "$w/all.out"; fail "--report top without --pid: not every process"; }
 cli --backend-type 'client backend' --focus hpt_ --merge --report top -o "$w/merged.top"
@@ -206,6 +227,26 @@ q -c "SELECT pg_reload_conf()" >/dev/null
 sleep 0.2
 if PGPASSWORD=wrong ./pg_heapprof -w -U heapprof_pw -d postgres --list 2> "$w/err"; then fail "wrong password accepted"; fi
 grep -q 'password authentication failed' "$w/err" || { cat "$w/err"; fail "wrong password message"; }
+# a role without grants is told the workflow its action needs and the grant
+for a in "--list processes" "--setup processes" "--captures history"; do
+	set -- $a
+	if PGPASSWORD=right ./pg_heapprof -w -U heapprof_pw -d postgres "$1" 2>"$w/err" >/dev/null; then fail "$1 without grants"; fi
+	grep -qx "pg_heapprof: hint: the role lacks the heapprof workflow $2; a superuser (or the extension's owner) grants it with: SELECT heapprof_grant('heapprof_pw', '$2');" "$w/err" ||
+		{ cat "$w/err"; fail "$1 without grants: no heapprof_grant hint"; }
+done
+# in SQL, PostgreSQL's bare error gains a hint that says how to get the grant
+r=$(PGPASSWORD=right psql -X -w -U heapprof_pw -d postgres -c "SELECT heapprof_enable()" 2>&1) && fail "heapprof_enable() without grants: $r"
+grep -q "HINT:  heapprof grants its functions by workflow, .*SELECT heapprof_grant('heapprof_pw') names the workflows" <<<"$r" ||
+	fail "heapprof_enable() without grants: no hint naming heapprof_grant: $r"
+# a server hint that names a SQL call names pg_heapprof's option
+psql -X -q -d postgres -c "SET application_name = 'hp_fmt_idle'" -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
+idle_psql=$!
+idle=$(session_pid hp_fmt_idle)
+cli --report top --pid "$idle" >/dev/null 2>"$w/err" || true
+kill "$idle_psql" 2>/dev/null || true
+q -c "SELECT pg_terminate_backend($idle)" >/dev/null
+grep -qx "pg_heapprof: hint: Nothing is sampled in process $idle: enable it with pg_heapprof --enable --pid $idle first." "$w/err" ||
+	{ cat "$w/err"; fail "a server hint naming heapprof_enable(pid => N), not in pg_heapprof's terms"; }
 q -c "CREATE DATABASE heapprof_noext"
 if ./pg_heapprof -d heapprof_noext --list 2> "$w/err"; then fail "missing extension accepted"; fi
 grep -q 'heapprof extension is not installed' "$w/err" || { cat "$w/err"; fail "missing extension message"; }

@@ -35,12 +35,15 @@ set_problem(problem *pr, const char *msg, const char *hint)
 		fail("out of memory");
 }
 
+/* The server's error, its hint in pg_heapprof's terms (hints.c). */
 static void
-set_result_problem(problem *pr, PGresult *res)
+set_result_problem(const server *s, problem *pr, PGresult *res)
 {
 	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	char	   *hint = cli_hint(s->o, res, PQuser(s->conn));
 
-	set_problem(pr, msg ? msg : PQresultErrorMessage(res), PQresultErrorField(res, PG_DIAG_MESSAGE_HINT));
+	set_problem(pr, msg ? msg : PQresultErrorMessage(res), hint);
+	free(hint);
 }
 
 void
@@ -97,7 +100,7 @@ query(server *s, problem *pr, const char *sql, int nparams, const char *const *v
 	res = PQexecParams(s->conn, buf, nparams, NULL, values, NULL, NULL, binary);
 	if (PQresultStatus(res) == PGRES_TUPLES_OK || PQresultStatus(res) == PGRES_COMMAND_OK)
 		return res;
-	set_result_problem(pr, res);
+	set_result_problem(s, pr, res);
 	PQclear(res);
 	return NULL;
 }
@@ -174,7 +177,7 @@ ask_window(server *s, problem *pr, const char *sql, int nparams, const char *con
 		set_problem(pr, PQerrorMessage(s->conn), NULL);
 	else if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		set_result_problem(pr, res);
+		set_result_problem(s, pr, res);
 		PQclear(res);
 		res = NULL;
 	}
@@ -218,19 +221,40 @@ ask_password(void)
 
 /*
  * A server's notices (an empty profile, ...), naming the server when there
- * are several; through the terminal sink into this thread's own buffers,
- * cut to their size.
+ * are several, with their hints in pg_heapprof's terms (hints.c); every
+ * field through the terminal sink, into this thread's own buffers, cut to
+ * their size.
  */
 static void
-notice(void *arg, const char *message)
+notice(void *arg, const PGresult *res)
 {
 	const server *s = arg;
+	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+	char	   *hint = cli_hint(s->o, res, PQuser(s->conn));
 	char		label[1024];
 	char		shown[8192];
+	char		sev[64];
 
-	fprintf(stderr, "%s: %s%s%s", progname,
-			s->o->nconn > 1 ? hp_sink_str(HP_SINK_TERM, s->label, strlen(s->label), label, sizeof(label)) : "",
-			s->o->nconn > 1 ? ": " : "", hp_sink_str(HP_SINK_LINES, message, strlen(message), shown, sizeof(shown)));
+	if (msg == NULL)
+	{
+		msg = PQresultErrorMessage(res);
+		fprintf(stderr, "%s: %s", progname, hp_sink_str(HP_SINK_LINES, msg, strlen(msg), shown, sizeof(shown)));
+	}
+	else
+	{
+		severity = severity ? severity : "NOTICE";
+		fprintf(stderr, "%s: %s%s%s: ", progname,
+				s->o->nconn > 1 ? hp_sink_str(HP_SINK_TERM, s->label, strlen(s->label), label, sizeof(label)) : "",
+				s->o->nconn > 1 ? ": " : "", hp_sink_str(HP_SINK_TERM, severity, strlen(severity), sev, sizeof(sev)));
+		fprintf(stderr, "%s\n", hp_sink_str(HP_SINK_TERM, msg, strlen(msg), shown, sizeof(shown)));
+	}
+	if (detail)
+		fprintf(stderr, "%s: detail: %s\n", progname, hp_sink_str(HP_SINK_TERM, detail, strlen(detail), shown, sizeof(shown)));
+	if (hint)
+		fprintf(stderr, "%s: hint: %s\n", progname, hp_sink_str(HP_SINK_TERM, hint, strlen(hint), shown, sizeof(shown)));
+	free(hint);
 }
 
 /* Connect, empty search_path, find the extension's schema and the server's role. */
@@ -254,7 +278,7 @@ open_session(server *s)
 		set_problem(&s->pr, PQerrorMessage(s->conn), NULL);
 		return false;
 	}
-	PQsetNoticeProcessor(s->conn, notice, s);
+	PQsetNoticeReceiver(s->conn, notice, s);
 	res = query(s, &s->pr, "SELECT pg_catalog.set_config('search_path', '', false), "
 				"pg_catalog.pg_is_in_recovery()", 0, NULL, 0);
 	if (res == NULL)

@@ -63,7 +63,7 @@ usage(FILE *f)
 			"Options:\n"
 			"  -o, --output=FILE      write the report to FILE (default: standard output);\n"
 			"                         with several processes and no --merge, a directory\n"
-			"                         (default .)\n"
+			"                         (default .), created when it ends in /\n"
 			"      --objects          count objects instead of bytes\n"
 			"      --nofold           keep PostgreSQL's allocator frames (palloc & co.); by\n"
 			"                         default (--fold) memory is charged to their callers\n"
@@ -402,6 +402,45 @@ check_choice(cli_opts *o, int nsv)
 		bad_usage("a raw dump cannot be merged; choose another format");
 }
 
+/*
+ * Reports of every process (--backend-type, or --report without --pid) go
+ * to a file each in --output (default "."), a directory; one named with a
+ * trailing slash is created, as mkdir -p does, when missing.
+ */
+static void
+output_directory(cli_opts *o)
+{
+	struct stat st;
+	char		path[PATH_MAX];
+	size_t		len;
+	int			err;
+
+	if (o->output == NULL)
+		o->output = ".";
+	len = strlen(o->output);
+	if (len > 0 && len < sizeof(path) && o->output[len - 1] == '/' && stat(o->output, &st) != 0)
+	{
+		memcpy(path, o->output, len + 1);
+		for (char *p = path + 1; *p; p++)
+			if (*p == '/')
+			{
+				*p = '\0';
+				if (mkdir(path, 0777) != 0 && errno != EEXIST)
+					break;
+				*p = '/';
+			}
+	}
+	err = stat(o->output, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	if (err == 0)
+		return;
+	fprintf(stderr, "%s: error: --output must be a directory when every process gets a file of its own"
+			" (--backend-type, or --report without --pid): \"%s\": %s\n", progname, o->output, strerror(err));
+	if (len > 0 && o->output[len - 1] != '/')
+		fprintf(stderr, "%s: hint: end it with / to have it created (-o %s/), or give --pid for one file\n",
+				progname, o->output);
+	exit(2);
+}
+
 /* The whole command line; exits on misuse (2), --help and --version (0). */
 static void
 check(cli_opts *o, const raw_args *r)
@@ -423,14 +462,11 @@ check(cli_opts *o, const raw_args *r)
 	if (o->action == ACT_REPORT || o->action == ACT_LEAK)
 		check_client_symbols(o);
 	if (o->action == ACT_REPORT && o->type && !o->merge)
-	{
-		struct stat st;
-
-		if (o->output == NULL)
-			o->output = ".";
-		if (stat(o->output, &st) != 0 || !S_ISDIR(st.st_mode))
-			bad_usage("--output must be a directory with --backend-type: \"%s\"", o->output);
-	}
+		output_directory(o);
+	else if ((o->action == ACT_REPORT || o->action == ACT_LEAK) && o->output && o->output[0] &&
+			 o->output[strlen(o->output) - 1] == '/')
+		bad_usage("--output \"%s\" names a directory, and this report is one file: name the file",
+				  o->output);
 	if (o->format && strcmp(o->format, "svg") == 0)
 		o->svg_dot = have_dot();
 }
@@ -508,7 +544,7 @@ parse_options(int argc, char **argv, cli_opts *o)
 			action_arg(o, &r, c, optarg);
 		else if (c == 'V')
 		{
-			printf("pg_heapprof (heapprof) 1.2\n");
+			printf("pg_heapprof (heapprof) %s\n", HEAPPROF_VERSION);
 			exit(0);
 		}
 		else if (!other_arg(o, &r, c, optarg))

@@ -127,6 +127,9 @@ extern bool terminal_format(const char *format);
 extern bool have_dot(void);
 extern bool put(const cli_opts *o, const char *data, size_t len, const char *path);
 
+/* hints.c */
+extern char *cli_hint(const cli_opts *o, const PGresult *res, const char *role);
+
 /* options.c */
 extern void parse_options(int argc, char **argv, cli_opts *o);
 extern void free_options(cli_opts *o);

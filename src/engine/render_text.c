@@ -308,6 +308,8 @@ hp_render_dot(hp_arena *a, const hp_graph *g, const hp_options *o, hp_buf *out)
 	unparse(o, edgelimit, v2, sizeof(v2));
 	hp_buf_printf(out, "Dropped nodes with <= %s abs(%s)\\lDropped edges with <= %s %s\\l\"];\n",
 				  v1, units(o), v2, units(o));
+	/* a larger drawing is scaled down to 10x7 inches: its SVG opens whole in a browser window */
+	hp_buf_printf(out, "size=\"10,7\";\n");
 
 	for (size_t i = 0; i < last; i++)
 	{

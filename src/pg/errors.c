@@ -5,7 +5,8 @@
  * the DBA what to set.  Every other function raises one of these errors, with
  * SQLSTATE 55000 and the same hint.  The hint is lines to paste: into the
  * environment file of a Debian cluster (pg_ctlcluster reads KEY = 'value'
- * lines from it), otherwise a systemd unit's and a shell's form.
+ * lines from it), otherwise a systemd unit's and a shell's form.  And the
+ * hint PostgreSQL's own error for a missing grant lacks.
  */
 #include "postgres.h"
 
@@ -22,6 +23,40 @@
 
 #include "compat.h"
 #include "errors.h"
+
+static emit_log_hook_type prev_emit_log_hook;
+
+/*
+ * PostgreSQL's own "permission denied for function heapprof_..." (42501)
+ * comes before any heapprof code runs, so no heapprof function can give it a
+ * hint: this hook on every error report gives it one, saying how a role gets
+ * heapprof's functions (in the backends that have heapprof loaded: all of
+ * them when it is preloaded).
+ */
+static void
+hint_grant(ErrorData *edata)
+{
+	if (edata->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE && edata->hint == NULL &&
+		edata->message_id && strcmp(edata->message_id, "permission denied for function %s") == 0 &&
+		edata->message && strstr(edata->message, "heapprof_") != NULL)
+	{
+		const char *role = GetConfigOption("session_authorization", true, false);
+		const char *r = quote_literal_cstr(role ? role : "ROLE");
+
+		edata->hint = psprintf("heapprof grants its functions by workflow, as a superuser (or the extension's owner) "
+							   "runs them: SELECT heapprof_grant(%s) names the workflows, "
+							   "SELECT heapprof_grant(%s, 'WORKFLOW') grants one.", r, r);
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+void
+hpg_errors_init(void)
+{
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = hint_grant;
+}
 
 /*
  * The Debian cluster (version and name) whose configuration is config_file,

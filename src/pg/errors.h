@@ -16,6 +16,9 @@ extern void hpg_check_write(int rc, const char *what, const char *path, int pid)
 
 #define HEAPPROF_MALLOC_CONF "prof:true,prof_active:false"
 
+/* The hint for PostgreSQL's "permission denied for function heapprof_...": a hook of every report. */
+extern void hpg_errors_init(void);
+
 /* What to set so that profiling becomes usable; NULL when it is. */
 extern const char *hpg_setup_hint(hpj_state state);
 /* The state as a sentence. */

@@ -21,6 +21,7 @@
 #include "utils/timestamp.h"
 
 #include "analysis.h"
+#include "errors.h"
 #include "exitdump.h"
 #include "fold.h"
 #include "jemalloc.h"
@@ -72,6 +73,7 @@ client_started(struct Port *port, int status)
 void
 _PG_init(void)
 {
+	hpg_errors_init();
 	hpg_analysis_init();
 	hpg_symindex_init();
 	hpg_exitdump_init();

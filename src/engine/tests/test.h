@@ -47,6 +47,18 @@ t_fail(const char *name, const char *fmt,...)
 	t_failed++;
 }
 
+/*
+ * Cases that take seconds (cost ratios, huge inputs) run only when HP_LONG=1,
+ * which make check-bounded sets, so that make check stays fast.
+ */
+static inline bool
+t_long(void)
+{
+	const char *v = getenv("HP_LONG");
+
+	return v != NULL && strcmp(v, "1") == 0;
+}
+
 /* One check: ok when cond holds, else FAIL with the message. */
 #define lengthof(a) (sizeof(a) / sizeof((a)[0]))
 #define T_CHECK(name, cond, ...) \

@@ -16,6 +16,8 @@
  * the same 10x rule holds for it; an index build polls interrupts while it
  * runs, and one cut short by an interrupt is never trusted afterwards.  A
  * dump naming one large file in HP_MAX_MODULES spellings indexes it once.
+ *
+ * All of it takes a minute: it runs under make check-bounded (t_long()).
  */
 #include "test.h"
 
@@ -510,6 +512,8 @@ many_spellings(void)
 int
 main(void)
 {
+	if (!t_long())
+		return t_exit();
 	symbolizer = hp_symbolizer_new();
 	check("maps lines", MAPS, 4000);
 	check("pprof mappings", PPROF, 1000);

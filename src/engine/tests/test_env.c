@@ -239,7 +239,7 @@ main(void)
 {
 	symbolizer = hp_symbolizer_new();
 	test_work();
-	make_big(2000, false);
+	make_big(1000, false);
 	test_interrupts();
 	make_big(2000, true);
 	test_budget();
