@@ -439,7 +439,8 @@ renderers(t_env *env)
 	/*
 	 * More frames than the flame graph draws (MAX_FRAMES), so that it
 	 * searches a cut: 5000 stacks under one root (odd i), or one 5000
-	 * frames deep, each as wide as the total (even i)
+	 * frames deep, each as wide as the total (even i); without t_long(),
+	 * only the deep stack of 1e300, where the old cut search looped
 	 */
 	for (size_t i = 0; i < 2 * NS; i++)
 	{
@@ -452,6 +453,8 @@ renderers(t_env *env)
 		const char **deep;
 		run			r;
 
+		if (!t_long() && !(i % 2 == 0 && sizes[i / 2] == 1e300))
+			continue;
 		hp_arena_init(&a, &env->env);
 		st_many = hp_alloc(&a, MANY * sizeof(*st_many));
 		deep = hp_alloc(&a, MANY * sizeof(char *));
