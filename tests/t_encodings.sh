@@ -30,7 +30,7 @@ for db in hp_latin1 hp_ascii; do
 	q -c "SELECT heapprof_dump_portable(pid => $pid)" >"$w/$db.portable" ||
 		fail "heapprof_dump_portable of a $db backend"
 	grep -q 'heapprof-label-query .*caf\\xe9\|heapprof-label-query .*caf\\xc3\\xa9' "$w/$db.portable" ||
-		fail "$db: the statement's label line: $(grep label-query "$w/$db.portable" | head -3)"
+		fail "$db: the statement's label lines: $(grep label-query "$w/$db.portable")"
 	LC_ALL=C grep -q '[^[:print:][:space:]]' <(grep '^%heapprof-label' "$w/$db.portable") &&
 		fail "$db: label lines are not ASCII"
 	./pg_heapprof -d postgres --client-symbols --report top --pid "$pid" -o "$w/$db.top" ||

@@ -121,7 +121,7 @@ create_ext heapprof heapprof_test
 data=$(q -c "SHOW data_directory")
 rm -f "$data"/heapprof/captures/*.heap
 comment="/* ${esc}]52;c;cm0gLXJmIH4K${bel} ${esc}]0;pwned${bel} ${esc}[2K"$'\r'" \u0085 */"
-q -c "SET compute_query_id = on" -c "SET heapprof.capture_min_growth = '1MB'" -c "SELECT heapprof_enable()" \
+q -c "SET compute_query_id = on" -c "SET heapprof.store_statement_text = on" -c "SET heapprof.capture_min_growth = '1MB'" -c "SELECT heapprof_enable()" \
 	-c "SELECT pg_sleep(0.02)" -c "$comment SELECT heapprof_test_leak(3000000)" >/dev/null
 cli --captures >"$w/captures" 2>&1 || fail "pg_heapprof --captures: $(cat "$w/captures")"
 term_ok "$w/captures" "pg_heapprof --captures"

@@ -93,6 +93,12 @@ cat "$w/libtlib.v2" > "$w/libtlib.so"
 "$report" --collapsed "$w/inplace-id.heap" > "$w/inplace.txt"
 grep -qE ';main;libtlib\.so\+0x[0-9a-f]+ \[build-id mismatch\];libtlib\.so\+0x[0-9a-f]+ \[build-id mismatch\] 3145728$' "$w/inplace.txt" ||
 	{ cat "$w/inplace.txt"; fail "library rewritten in place not flagged"; }
+# 3c. and by a build without a build-id: no build-id is not the one recorded
+cc $cflags -DVERSION2 -Wl,--build-id=none -fPIC -shared $src/tlib.c -o "$w/libtlib.none"
+cat "$w/libtlib.none" > "$w/libtlib.so"
+"$report" --collapsed "$w/inplace-id.heap" > "$w/inplace-none.txt"
+grep -qE ';main;libtlib\.so\+0x[0-9a-f]+ \[build-id mismatch\];libtlib\.so\+0x[0-9a-f]+ \[build-id mismatch\] 3145728$' "$w/inplace-none.txt" ||
+	{ cat "$w/inplace-none.txt"; fail "library rewritten in place by a build without a build-id not flagged"; }
 
 # 4. library deleted before the dump
 cp "$w/libtlib.so" "$w/libtlib.keep"

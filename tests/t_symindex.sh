@@ -165,7 +165,7 @@ exec 13>"$w/in13"
 echo "SELECT pg_backend_pid();" >&13
 wait_for "the held session's pid" 10 test -s "$w/out13" || fail "the held session did not start: $(cat "$w/out13")"
 swap="cp $good $data/heapprof/hp_swap && chown $owner $data/heapprof/hp_swap && mv $data/heapprof/hp_swap $target"
-gdb -p "$(sed -n 1p "$w/out13")" -batch -ex 'break index_discard' -ex continue \
+gdb -p "$(sed -n 1p "$w/out13")" -batch -ex 'break hpg_store_remove_judged' -ex continue \
 	-ex "shell $swap && stat -c %i $target > $w/ino" -ex continue > "$w/gdb.discard" 2>&1 13>&- &
 gdbpid=$!
 wait_for "gdb's breakpoint" 10 grep -q '^Breakpoint 1 at' "$w/gdb.discard" || fail "gdb: $(cat "$w/gdb.discard")"

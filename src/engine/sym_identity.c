@@ -180,8 +180,11 @@ build_id_matches(const sym_identity *id, Dwfl_Module *mod, uint64_t bias)
 	{
 		if (id->ids[i].bias != bias)
 			continue;
+		if (id->ids[i].len == 0)
+			return -1;			/* none recorded: the inode and the code decide */
+		/* a file without one is not the build recorded */
 		len = dwfl_module_build_id(mod, &bits, &vaddr);
-		return len <= 0 || ((size_t) len == id->ids[i].len && memcmp(bits, id->ids[i].id, (size_t) len) == 0);
+		return len > 0 && (size_t) len == id->ids[i].len && memcmp(bits, id->ids[i].id, (size_t) len) == 0;
 	}
 	return -1;
 }

@@ -245,7 +245,7 @@ move_aside(const char *path, const char *dir, char *aside)
 }
 
 int
-hpg_store_remove_judged(const char *dir, const char *path, const struct stat *st)
+hpg_store_remove_judged(const char *dir, const char *path, const struct stat *st, char *kept)
 {
 	char		aside[MAXPGPATH];
 	struct stat moved;
@@ -257,8 +257,28 @@ hpg_store_remove_judged(const char *dir, const char *path, const struct stat *st
 		return rc;
 	if (lstat(aside, &moved) == 0 && moved.st_dev == st->st_dev && moved.st_ino == st->st_ino)
 		return unlink(aside) == 0 ? 0 : errno;
-	/* another file took the name since it was judged: it goes back (or, taken again, stays a draft) */
-	(void) rename_new(aside, path);
+	/* another file took the name since it was judged: it goes back */
+	if (kept)
+	{
+		const char *base = last_dir_separator(path) ? last_dir_separator(path) + 1 : path;
+		size_t		n = strlen(base);
+
+		if (n > strlen(HPG_SUFFIX) && strcmp(base + n - strlen(HPG_SUFFIX), HPG_SUFFIX) == 0)
+			n -= strlen(HPG_SUFFIX);
+		snprintf(kept, MAXPGPATH, "%.*s", (int) n, base);
+	}
+	if (rename_new(aside, path) != 0)
+	{
+		/* the name was taken yet again: that file keeps a name of its own */
+		char		name[HPG_MAX_NAME + 1];
+		char		restored[MAXPGPATH];
+
+		hpg_store_time_name(name, sizeof(name), "restored");
+		hpg_store_path(restored, dir, name);
+		(void) rename_new(aside, restored);
+		if (kept)
+			strlcpy(kept, name, MAXPGPATH);
+	}
 	return ESTALE;
 }
 
@@ -284,10 +304,9 @@ bool
 hpg_store_drop(const char *dir, const char *name, Oid owner)
 {
 	char		path[MAXPGPATH];
-	char		aside[MAXPGPATH];
+	char		kept[MAXPGPATH];
 	char		head[HPG_READ_HEAD];
 	struct stat read_st;
-	struct stat moved_st;
 	hp_meta		m;
 	int			len;
 	int			fd;
@@ -304,39 +323,26 @@ hpg_store_drop(const char *dir, const char *name, Oid owner)
 	}
 	if (!hpg_can_read(head, len))
 		hpg_deny(name, "drop");
-	if ((rc = move_aside(path, dir, aside)) != 0)
+	rc = hpg_store_remove_judged(dir, path, &read_st, kept);
+	CloseTransientFile(fd);
+	if (rc == ENOENT)
+		return false;			/* dropped meanwhile */
+	if (rc == ESTALE)
 	{
-		CloseTransientFile(fd);
-		if (rc == ENOENT)
-			return false;		/* dropped meanwhile */
-		errno = rc;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not remove heap profile \"%s\": %m", path)));
-	}
-	if (lstat(aside, &moved_st) != 0 ||
-		moved_st.st_ino != read_st.st_ino || moved_st.st_dev != read_st.st_dev)
-	{
-		/* another file took the name since it was read: put that one back */
-		char		kept[HPG_MAX_NAME + 1];
-
-		strlcpy(kept, name, sizeof(kept));
-		if (rename_new(aside, path) != 0)
-		{
-			/* the name was taken yet again: keep that file under a name of its own */
-			hpg_store_time_name(kept, sizeof(kept), "restored");
-			hpg_store_path(path, dir, kept);
-			(void) rename_new(aside, path);
-		}
-		CloseTransientFile(fd);
+		/* a file stored under the name since it was read: kept, not dropped */
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("heap profile \"%s\" was replaced while it was being dropped", name),
 				 errdetail("The profile stored meanwhile is kept as \"%s\".", kept),
 				 errhint("Look at heapprof_snapshots() and try again.")));
 	}
-	unlink(aside);
-	CloseTransientFile(fd);
+	if (rc != 0)
+	{
+		errno = rc;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not remove heap profile \"%s\": %m", path)));
+	}
 	return true;
 }
 

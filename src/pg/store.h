@@ -90,11 +90,13 @@ extern void hpg_store_put(const char *dir, const char *name, const char *text, s
 /*
  * Remove the file at path (in dir) if it is still the one st describes --
  * judged by its inode once moved aside, never by its name, so that a file
- * published there meanwhile stays: 0, ESTALE (another file is there), or
- * an errno (EISDIR: a directory is never removed).
+ * published there meanwhile stays: 0; ESTALE, another file was there (it
+ * stays, at path or, the name taken yet again, under a name of its own:
+ * that name, without .heap, in kept, of MAXPGPATH, unless NULL); or an
+ * errno (EISDIR: a directory is never removed).
  */
 struct stat;
-extern int	hpg_store_remove_judged(const char *dir, const char *path, const struct stat *st);
+extern int	hpg_store_remove_judged(const char *dir, const char *path, const struct stat *st, char *kept);
 
 /*
  * The owner of DIR/NAME.heap by its first line, read alone: true, or false

@@ -312,7 +312,7 @@ index_discard(void *arg, const uint8_t *id, size_t idlen)
 	 * never followed; a directory stays).
 	 */
 	if (judged_set && index_path(path, id, idlen) &&
-		(rc = hpg_store_remove_judged(HPG_SYMBOL_DIR, path, &judged)) != 0 &&
+		(rc = hpg_store_remove_judged(HPG_SYMBOL_DIR, path, &judged, NULL)) != 0 &&
 		rc != ENOENT && rc != ESTALE && rc != EISDIR && (errno = rc) != 0)
 		ereport(LOG,
 				(errcode_for_file_access(),
