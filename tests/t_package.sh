@@ -9,7 +9,8 @@
 #    run; the cluster comes up with profiling usable and pid => working;
 #  - the same after prof:false was appended (later lines win in that file);
 #  - a workload in a session profiled with heapprof_enable() shows in
-#    heapprof_top, its raw dump reads in heapprof-report.
+#    heapprof_top, its raw dump reads in heapprof-report;
+#  - tests/demo with the package installed uses it: dpkg -V stays clean.
 # Runs only as root with PG_CONFIG naming Debian's PostgreSQL 15, since it
 # installs a package into that server.  The caller holds /tmp/pg15.lock.
 # The cluster is dropped and the package purged on every path, and the files
@@ -156,5 +157,12 @@ grep -q 'not enabled when the server started' <<<"$out" ||
 paste_hint 'MALLOC_CONF needs prof:true'
 grep -q 'shared_preload_libraries' "$work/hint.txt" && fail "hint names shared_preload_libraries although heapprof is preloaded"
 
+# tests/demo with the package installed uses it: every file of the package as shipped
+(unset PG_CONFIG PGHOST PGPORT PGUSER PGDATABASE; HP_DEMO_PORT=55492 tests/demo "$work/demo") >"$work/demo.log" 2>&1 ||
+	fail "tests/demo with the package installed: $(tail -n 20 "$work/demo.log")"
+grep -q "using the installed package $pkg" "$work/demo.log" || fail "tests/demo did not say it uses the package: $(head -n 5 "$work/demo.log")"
+dpkg -V "$pkg" >"$work/verify.txt" 2>&1
+[ ! -s "$work/verify.txt" ] || fail "tests/demo changed the package's files: $(cat "$work/verify.txt")"
+
 made=$([ -n "$preinstalled" ] && echo "the package tests/run installed" || echo "package built in ${build}s; installed")
-echo "$made, hint pasted on a pg_createcluster cluster (no jemalloc, then prof:false), $rows heapprof_top rows, pg_heapprof and heapprof-report on PATH; $((SECONDS - start))s"
+echo "$made, hint pasted on a pg_createcluster cluster (no jemalloc, then prof:false), $rows heapprof_top rows, pg_heapprof and heapprof-report on PATH, tests/demo left dpkg -V clean; $((SECONDS - start))s"

@@ -11,6 +11,9 @@
 #    entities, the end of a CDATA section and bytes that are not UTF-8, with
 #    such a --program; its errors about files named so; and no pprof on a
 #    terminal;
+#  - the SQL functions: every report of a stored profile so named, with and
+#    without a base, by its parser; heapprof_top's rows valid UTF-8, and
+#    escaped as psql's aligned output shows them;
 #  - pg_heapprof: --captures of a statement whose comment holds those escape
 #    sequences (they reached the terminal raw), --list while a role so named
 #    has a session; and, against a server that answers heapprof_stacks()
@@ -19,7 +22,6 @@
 #    <text>bell^G_ring</text>; the flame graph looped for ever above
 #    1e154), no pprof on a terminal, and the server's error, hint and
 #    notice relayed.
-# The SQL functions' outputs are checked elsewhere.
 set -euo pipefail
 cd "$HP_TOP"
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -120,6 +122,29 @@ cli() { ./pg_heapprof -d postgres "$@"; }
 create_ext heapprof heapprof_test
 data=$(q -c "SHOW data_directory")
 rm -f "$data"/heapprof/captures/*.heap
+# -- the SQL functions: the same profile as a stored snapshot, every report with and without a base
+as_pg mkdir -p "$data/heapprof/snapshots"
+for p in hostile base; do
+	{ echo "%heapprof v=1 pid=1 owner=10 taken_at=0 backend_type=client backend"; cat "$w/$p.heap"; } >"$w/hp_sinks_$p.heap"
+	chown "$HP_OSUSER" "$w/hp_sinks_$p.heap"
+	mv "$w/hp_sinks_$p.heap" "$data/heapprof/snapshots/hp_sinks_$p.heap"
+done
+for f in text dot collapsed flamegraph; do
+	for base in "" ", base => 'hp_sinks_base'"; do
+		q -c "SELECT heapprof_dump_$f(stored => 'hp_sinks_hostile'$base)" >"$w/sql.$f" 2>"$w/sql.$f.err" ||
+			fail "heapprof_dump_$f(stored$base): $(head -c 300 "$w/sql.$f.err")"
+		check "$w/sql.$f" "$f" "heapprof_dump_$f(stored$base)"
+	done
+done
+# a row's name is a SQL value: valid in the database encoding (psql escapes it for a terminal)
+q -c "SELECT * FROM heapprof_top(stored => 'hp_sinks_hostile')" >"$w/sql.top" || fail "heapprof_top(stored)"
+iconv -f UTF-8 -t UTF-8 "$w/sql.top" >/dev/null 2>&1 || fail "heapprof_top(stored): not UTF-8"
+psql -X -q -d postgres -c "SELECT function FROM heapprof_top(stored => 'hp_sinks_hostile')" >"$w/sql.top.psql" ||
+	fail "heapprof_top(stored) in psql's aligned output"
+term_ok "$w/sql.top.psql" "heapprof_top(stored), as psql shows it"
+grep -F '\x1B]52;c;' "$w/sql.text" >/dev/null || fail "heapprof_dump_text: the object's name is not shown escaped"
+rm -f "$data"/heapprof/snapshots/hp_sinks_*.heap
+
 comment="/* ${esc}]52;c;cm0gLXJmIH4K${bel} ${esc}]0;pwned${bel} ${esc}[2K"$'\r'" \u0085 */"
 q -c "SET compute_query_id = on" -c "SET heapprof.store_statement_text = on" -c "SET heapprof.capture_min_growth = '1MB'" -c "SELECT heapprof_enable()" \
 	-c "SELECT pg_sleep(0.02)" -c "$comment SELECT heapprof_test_leak(3000000)" >/dev/null

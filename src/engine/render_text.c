@@ -427,8 +427,8 @@ hp_render_collapsed(hp_arena *a, const hp_graph *g, hp_buf *out)
 			/* flamegraph.pl convention, as jeprof: "f[inline]" */
 			if (inl)
 				len -= slen;
-			/* a control byte (a newline above all) would split the line */
-			hp_sink_buf(out, HP_SINK_TERM, name, len);
+			/* a control byte (a newline above all) would split the line, a ';' the frame */
+			hp_sink_buf(out, HP_SINK_FRAME, name, len);
 			if (inl)
 				hp_buf_append(out, "[inline]", 8);
 			if (j > 0)

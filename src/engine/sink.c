@@ -53,6 +53,13 @@ put(char *out, const char *s)
 	return n;
 }
 
+/* The sinks that show what they escape as psql does. */
+static bool
+terminal(hp_sink k)
+{
+	return k == HP_SINK_TERM || k == HP_SINK_LINES || k == HP_SINK_FRAME;
+}
+
 size_t
 hp_sink_char(hp_sink k, const char *s, size_t len, char *out, size_t *outlen)
 {
@@ -65,7 +72,7 @@ hp_sink_char(hp_sink k, const char *s, size_t len, char *out, size_t *outlen)
 	if (n == 0)
 	{
 		/* not UTF-8: one byte, shown where the sink can show it */
-		if (k == HP_SINK_TERM || k == HP_SINK_LINES)
+		if (terminal(k))
 			*outlen = (size_t) snprintf(out, HP_SINK_MAX, "\\x%02X", b);
 		else if (k == HP_SINK_DOT)
 			*outlen = (size_t) snprintf(out, HP_SINK_MAX, "\\\\x%02X", b);
@@ -77,7 +84,7 @@ hp_sink_char(hp_sink k, const char *s, size_t len, char *out, size_t *outlen)
 	{
 		if (k == HP_SINK_LINES && (c == '\n' || c == '\t'))
 			*outlen = put(out, c == '\n' ? "\n" : "\t");
-		else if (k == HP_SINK_TERM || k == HP_SINK_LINES)
+		else if (terminal(k))
 			*outlen = (size_t) snprintf(out, HP_SINK_MAX, "\\x%02X", c);
 		else if (k == HP_SINK_DOT)
 			*outlen = (size_t) snprintf(out, HP_SINK_MAX, "\\\\x%02X", c);
@@ -88,7 +95,7 @@ hp_sink_char(hp_sink k, const char *s, size_t len, char *out, size_t *outlen)
 	if (c >= 0x80 && c <= 0x9f)
 	{
 		/* C1 controls: shown as psql shows them, left out of documents as C0 ones are */
-		if (k == HP_SINK_TERM || k == HP_SINK_LINES || k == HP_SINK_DOT)
+		if (terminal(k) || k == HP_SINK_DOT)
 			*outlen = (size_t) snprintf(out, HP_SINK_MAX, k == HP_SINK_DOT ? "\\\\u%04X" : "\\u%04X", c);
 		return n;
 	}
@@ -105,6 +112,8 @@ hp_sink_char(hp_sink k, const char *s, size_t len, char *out, size_t *outlen)
 	}
 	else if (k == HP_SINK_DOT)
 		snprintf(e, sizeof(e), "%s", c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '&' ? "&amp;" : "");
+	else if (k == HP_SINK_FRAME && c == ';')
+		snprintf(e, sizeof(e), "\\x3B");
 	if (e[0])
 		*outlen = put(out, e);
 	else

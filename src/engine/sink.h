@@ -10,6 +10,8 @@
  *                  aligned output prints them; bytes that are not UTF-8 as
  *                  \xHH.  The result is printable UTF-8.
  *   HP_SINK_LINES  the same for text of several lines: newline and tab kept.
+ *   HP_SINK_FRAME  a frame of a collapsed line (flamegraph.pl's format): as
+ *                  HP_SINK_TERM, and ';', which separates frames, as \x3B.
  *   HP_SINK_XML    XML character data or an attribute value: & < > " '
  *                  as references, C0 and C1 controls dropped, DEL and bytes
  *                  that are not UTF-8 (or characters XML forbids) as '?'.
@@ -37,6 +39,7 @@ typedef enum hp_sink
 {
 	HP_SINK_TERM,
 	HP_SINK_LINES,
+	HP_SINK_FRAME,
 	HP_SINK_XML,
 	HP_SINK_JS,
 	HP_SINK_DOT

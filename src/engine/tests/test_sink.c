@@ -197,6 +197,8 @@ sink_why(hp_sink k, const char *s, size_t n)
 			return term_why(s, n, false);
 		case HP_SINK_LINES:
 			return term_why(s, n, true);
+		case HP_SINK_FRAME:
+			return memchr(s, ';', n) ? "a ';' splits the frame" : term_why(s, n, false);
 		case HP_SINK_XML:
 			return xml_why(s, n, false);
 		case HP_SINK_JS:
@@ -207,7 +209,7 @@ sink_why(hp_sink k, const char *s, size_t n)
 	return "no such sink";
 }
 
-static const char *const sink_names[] = {"term", "lines", "xml", "js", "dot"};
+static const char *const sink_names[] = {"term", "lines", "frame", "xml", "js", "dot"};
 
 _Static_assert(lengthof(sink_names) == HP_SINK_DOT + 1, "a name per sink");
 
@@ -256,6 +258,8 @@ sinks(void)
 	hp_sink_str(HP_SINK_TERM, "\x1b]52;c;x\x07\r\xc2\x85\xff\n", 14, big, sizeof(big));
 	T_CHECK("term sink spells controls as psql", strcmp(big, "\\x1B]52;c;x\\x07\\x0D\\u0085\\xFF\\x0A") == 0,
 			"%s", big);
+	hp_sink_str(HP_SINK_FRAME, "std::a;b\x1b", 9, big, sizeof(big));
+	T_CHECK("frame sink escapes the frame separator", strcmp(big, "std::a\\x3Bb\\x1B") == 0, "%s", big);
 	hp_sink_str(HP_SINK_LINES, "a\tb\nc\x1b", 6, big, sizeof(big));
 	T_CHECK("lines sink keeps newlines and tabs", strcmp(big, "a\tb\nc\\x1B") == 0, "%s", big);
 	/* a cut never splits an escape nor a character */
