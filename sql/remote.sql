@@ -68,8 +68,17 @@ RESET heapprof.request_timeout;
 SELECT * FROM dblink_get_result('target') AS t(r text);
 SELECT * FROM dblink_get_result('target') AS t(r text);
 
--- a target that exits while the request waits (its spin outlasts a slow killer)
+-- a target that exits while the request waits (its spin outlasts a slow killer);
+-- the spin has begun before the request is made (an idle target would answer it)
 SELECT dblink_send_query('target', 'SELECT heapprof_test_spin(3)');
+SELECT set_config('hp.target', :'target_pid', false) IS NOT NULL AS waiting;
+DO $$ BEGIN
+  FOR i IN 1..500 LOOP
+    EXIT WHEN EXISTS (SELECT FROM pg_stat_activity WHERE pid = current_setting('hp.target')::int
+                      AND state = 'active' AND query LIKE '%heapprof_test_spin%');
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END $$;
 SELECT dblink_connect('killer', :'conn' || ' user=postgres');
 SELECT dblink_send_query('killer', format('SELECT pg_sleep(0.2), pg_terminate_backend(%s)', :target_pid));
 SELECT regexp_replace(heapprof_test_error(format('SELECT heapprof_status(pid => %s)', :target_pid)),

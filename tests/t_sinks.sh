@@ -145,9 +145,10 @@ term_ok "$w/sql.top.psql" "heapprof_top(stored), as psql shows it"
 grep -F '\x1B]52;c;' "$w/sql.text" >/dev/null || fail "heapprof_dump_text: the object's name is not shown escaped"
 rm -f "$data"/heapprof/snapshots/hp_sinks_*.heap
 
+# inside the statement: from 18 a statement's text starts after its leading comments
 comment="/* ${esc}]52;c;cm0gLXJmIH4K${bel} ${esc}]0;pwned${bel} ${esc}[2K"$'\r'" \u0085 */"
 q -c "SET compute_query_id = on" -c "SET heapprof.store_statement_text = on" -c "SET heapprof.capture_min_growth = '1MB'" -c "SELECT heapprof_enable()" \
-	-c "SELECT pg_sleep(0.02)" -c "$comment SELECT heapprof_test_leak(3000000)" >/dev/null
+	-c "SELECT pg_sleep(0.02)" -c "SELECT $comment heapprof_test_leak(3000000)" >/dev/null
 cli --captures >"$w/captures" 2>&1 || fail "pg_heapprof --captures: $(cat "$w/captures")"
 term_ok "$w/captures" "pg_heapprof --captures"
 grep -F '\x1B]52;c;cm0gLXJmIH4K\x07' "$w/captures" >/dev/null ||
