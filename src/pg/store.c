@@ -28,7 +28,14 @@
  *    that are gone;
  *  - quotas count every file in the folder, the drafts of running writers
  *    included, and a draft is counted before its name is taken: writers
- *    racing each other can be refused, never let past a limit together.
+ *    racing each other can be refused, never let past a limit together;
+ *  - room is made in every folder by one routine (hpg_store_room), oldest
+ *    first, and only of the writer's own role's files (each file's first
+ *    line names its owner): one role's files never push out another's, a
+ *    role that is not superuser holds at most heapprof.role_share of a
+ *    limit, and such roles together leave superusers the last tenth;
+ *  - a statement's text reaches no file unless heapprof.store_statement_text
+ *    is on (hpg_draft_write, which every file passes).
  */
 #include "postgres.h"
 
