@@ -2,9 +2,10 @@
 # t_readme.sh -- the examples of README.md and of every page of docs/ run as
 # written (cluster (a)), the way PostgreSQL's docs are checked:
 #  - page by page (README first, then docs/*.md by name), first every ```sh
-#    block, then the page's ```sql blocks in its order, in one fresh session
-#    of one database, without an error, and no query in them gives zero
-#    rows (README's shell steps create the extension its SQL uses);
+#    block, then each ```sql block alone, in a new session of its own (as a
+#    reader pastes one), of one database where the extension exists: without
+#    an error, no query in it gives zero rows, and no report in it says its
+#    profile is empty;
 #  - every ```sh block runs in a scratch directory of its own, with the built
 #    pg_heapprof and heapprof-report and the server's bindir first in PATH;
 #    each file it writes is non-empty (go tool pprof reads the pprof file,
@@ -75,6 +76,7 @@ APP_PID=$!
 wait_query "myapp" 10 "SELECT pid FROM pg_stat_activity WHERE application_name = 'myapp'" >/dev/null
 
 nsql=0
+nblocks=0
 nsh=0
 files=0
 skipped=0
@@ -102,23 +104,31 @@ for ((i = 1; i <= n; i++)); do
 		done
 	done
 	ps=0
-	if [ -n "$psql_blocks" ]; then
-		cat $psql_blocks >"$w/$i.all.sql"
-		out=$(cd "$w" && psql -X -d "$db" -v ON_ERROR_STOP=1 -f "$w/$i.all.sql" 2>&1) ||
-			{ echo "$page: SQL failed:"; tail -n 20 <<<"$out"; exit 1; }
+	sb=0
+	for f in $psql_blocks; do
+		sb=$((sb + 1))
+		nblocks=$((nblocks + 1))
+		out=$(cd "$w" && psql -X -d "$db" -v ON_ERROR_STOP=1 -f "$f" 2>&1) ||
+			{ echo "$page: SQL block $sb failed alone in a new session:"; cat "$f"; echo "--"; tail -n 20 <<<"$out"; exit 1; }
 		if grep -q '^(0 rows)$' <<<"$out"; then
-			echo "$page: a query gives no rows:"
+			echo "$page: SQL block $sb, alone in a new session: a query gives no rows:"
+			cat "$f"; echo "--"
 			grep -B 12 '^(0 rows)$' <<<"$out" | sed -n 1,40p
 			exit 1
 		fi
-		ps=$(grep -c '^([0-9]* rows\?)$' <<<"$out" || true)
-		nsql=$((nsql + ps))
-	fi
-	summary+="$page: $ps SQL results, $ss shell blocks, $k not run"$'\n'
+		if grep -q 'heap profile.* is empty\|Nothing changed' <<<"$out"; then
+			echo "$page: SQL block $sb, alone in a new session: a report of an empty profile:"
+			cat "$f"; echo "--"; grep -B 3 -A 3 'is empty\|Nothing changed' <<<"$out"
+			exit 1
+		fi
+		ps=$((ps + $(grep -c '^([0-9]* rows\?)$' <<<"$out" || true)))
+	done
+	nsql=$((nsql + ps))
+	summary+="$page: $ps SQL results in $sb blocks, $ss shell blocks, $k not run"$'\n'
 done
 printf '%s' "$summary"
 [ "$nsh" -gt 0 ] || { echo "no shell example runs"; exit 1; }
 if [ -n "$pprof_out" ]; then
 	grep -q 'flat%' "$pprof_out" || { echo "go tool pprof -top printed no table"; cat "$pprof_out"; exit 1; }
 fi
-echo "README and docs: $nsql SQL results in ${#pages[@]} sessions, none empty; $nsh shell examples wrote $files files; $skipped blocks marked not run"
+echo "README and docs: $nblocks SQL blocks, each alone in a new session, $nsql results, none empty; $nsh shell examples wrote $files files; $skipped blocks marked not run"

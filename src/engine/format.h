@@ -57,7 +57,10 @@ typedef struct hp_coverage
  * them at the root of each sampled stack as pseudo-frames, addresses no
  * code has (non-canonical, in the range jeprof and the graph take for the
  * kernel's): 0xfffeKK00VVVVVVVV, kind KK, value V.  A context's value is a
- * slot of the writer's table of context names, a statement's 64-bit
+ * slot of the writer's table of context names: HP_LABEL_OWNER for the
+ * context whose block the allocation is, HP_LABEL_CONTEXT for one that was
+ * merely current at malloc (the block is no context's; and every context
+ * label of writers before owners were known).  A statement's 64-bit
  * queryid takes two frames (high half, low half).  The names and texts the
  * writer saw go in the %heapprof-label-* lines; parse.c takes the frames
  * off into the sample's labels.
@@ -66,6 +69,7 @@ typedef struct hp_coverage
 #define HP_LABEL_CONTEXT 1
 #define HP_LABEL_QUERY_HI 2
 #define HP_LABEL_QUERY_LO 3
+#define HP_LABEL_OWNER 4
 #define HP_LABEL_PC(kind, v) (UINT64_C(0xfffe000000000000) | (uint64_t) (kind) << 40 | (uint32_t) (v))
 #define HP_LABEL_KIND(pc) \
 	(((pc) & UINT64_C(0xffff00ff00000000)) == UINT64_C(0xfffe000000000000) ? (int) ((pc) >> 40 & 0xff) : 0)
@@ -86,7 +90,7 @@ typedef struct hp_query_slot
 } hp_query_slot;
 
 /* Most slots a writer has, and most names and texts a reader keeps (of each kind). */
-#define HP_LABEL_CONTEXTS 256
+#define HP_LABEL_CONTEXTS 512
 #define HP_LABEL_QUERIES 64
 #define HP_MAX_LABEL_NAMES 4096
 

@@ -39,6 +39,7 @@ name_contexts(hp_arena *a, hp_profile *p, hp_profile *q, hp_map *names, size_t *
 	{
 		hp_sample  *s = &q->samples[i];
 		const char *name;
+		char		current[sizeof(HP_CURRENT_PREFIX) + HP_LABEL_NAME_MAX + 16];
 		bool		added;
 		size_t		k;
 
@@ -46,11 +47,17 @@ name_contexts(hp_arena *a, hp_profile *p, hp_profile *q, hp_map *names, size_t *
 		if (!(s->labels & HP_HAS_CONTEXT))
 			continue;
 		name = slot_name(a, q, s->context);
+		/* a block no context owns: named by the context current at malloc */
+		if (!(s->labels & HP_OWNED))
+		{
+			snprintf(current, sizeof(current), "%s%s", HP_CURRENT_PREFIX, name);
+			name = current;
+		}
 		k = hp_map_put(names, name, strlen(name), &added);
 		if (added)
 		{
 			HP_RESERVE(a, p->contexts, *cap, k);
-			p->contexts[k] = name;
+			p->contexts[k] = name == current ? hp_strdup(a, current) : name;
 			p->ncontexts = k + 1;
 		}
 		s->context = (uint32_t) k;

@@ -48,7 +48,12 @@ typedef struct hp_query_row
 extern size_t hp_labels_queries(hp_arena *a, hp_profile *p, const hp_profile *base,
 								const hp_options *o, hp_query_row **rows);
 
-/* A path's context name, or NULL when it has none. */
+/*
+ * A path's context name, or NULL when it has none.  A block no context owns
+ * (plain malloc) is named by the context current at malloc, after this.
+ */
+#define HP_CURRENT_PREFIX "current: "
+
 extern const char *hp_labels_context(const hp_profile *p, const hp_path *path);
 
 /* The statement text that p's writer saw for queryid, or NULL. */

@@ -120,7 +120,11 @@ take_labels(uint64_t *v, uint32_t n, hp_sample *s)
 		switch (HP_LABEL_KIND(pc))
 		{
 			case HP_LABEL_CONTEXT:
-				s->labels |= HP_HAS_CONTEXT;
+				s->labels = (s->labels & ~HP_OWNED) | HP_HAS_CONTEXT;
+				s->context = (uint32_t) pc;
+				break;
+			case HP_LABEL_OWNER:
+				s->labels |= HP_HAS_CONTEXT | HP_OWNED;
 				s->context = (uint32_t) pc;
 				break;
 			case HP_LABEL_QUERY_HI:

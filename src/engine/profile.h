@@ -31,13 +31,14 @@ typedef struct hp_sample
 	double		acc_objs;		/* cumulative, only with prof_accum:true */
 	double		acc_bytes;
 	/* its labels, from the HP_LABEL_* frames at its root (format.h), which the stack loses */
-	uint8_t		labels;			/* HP_HAS_QUERY | HP_HAS_CONTEXT */
+	uint8_t		labels;			/* HP_HAS_QUERY | HP_HAS_CONTEXT | HP_OWNED */
 	uint32_t	context;		/* the writer's slot; after hp_labels_prepare, hp_profile.contexts[i] */
 	uint64_t	queryid;
 } hp_sample;
 
 #define HP_HAS_QUERY 1
 #define HP_HAS_CONTEXT 2
+#define HP_OWNED 4				/* the block is the context's, not just allocated while it was current */
 
 typedef struct hp_profile
 {

@@ -14,31 +14,22 @@
  *    rootmost folded frame, so those nameless frames go with the named
  *    entry point above them.
  *  - Their exact start addresses are the alloc and realloc pointers of a
- *    live context's method table.  They are read here once and written into
- *    every dump this process takes (%heapprof-fold), so a stored profile is
- *    folded with the addresses of the process that dumped it, not of the
- *    one reading it (PIE and ASLR move them at every server start).
+ *    live context's method table (owner.c reads them before it wraps them;
+ *    the wrappers' frames never reach a profile).  They are written into every dump this process takes (%heapprof-fold),
+ *    so a stored profile is folded with the addresses of the process that
+ *    dumped it, not of the one reading it (PIE and ASLR move them at every
+ *    server start).
  * Both rely on nothing but PostgreSQL's memory-context API, not on names.
  */
 #include "postgres.h"
 
-#include "nodes/memnodes.h"
-#include "utils/memutils.h"
-
-#include "compat.h"
 #include "fold.h"
+#include "owner.h"
 
 #define MAX_STARTS 8
 
 static uint64_t starts[MAX_STARTS];
 static size_t nstarts;
-
-static void
-add_methods(MemoryContext cxt)
-{
-	starts[nstarts++] = (uint64_t) (uintptr_t) cxt->methods->alloc;
-	starts[nstarts++] = (uint64_t) (uintptr_t) cxt->methods->realloc;
-}
 
 static int
 cmp_u64(const void *a, const void *b)
@@ -52,27 +43,10 @@ cmp_u64(const void *a, const void *b)
 void
 hpg_fold_init(void)
 {
-	MemoryContext gen;
-	MemoryContext slab;
-
 	if (nstarts > 0)
 		return;
-	/* one throwaway context of each kind, to read its method table */
-	gen = GenerationContextCreate(TopMemoryContext, "heapprof probe", 0, 8192, 8192);
-	slab = SlabContextCreate(TopMemoryContext, "heapprof probe", SLAB_DEFAULT_BLOCK_SIZE, 64);
-	add_methods(TopMemoryContext);	/* AllocSet */
-	add_methods(gen);
-	add_methods(slab);
-	MemoryContextDelete(gen);
-	MemoryContextDelete(slab);
-#ifdef HPG_HAVE_BUMP
-	{
-		MemoryContext bump = BumpContextCreate(TopMemoryContext, "heapprof probe", ALLOCSET_SMALL_SIZES);
-
-		add_methods(bump);
-		MemoryContextDelete(bump);
-	}
-#endif
+	hpg_owner_probe();
+	nstarts = hpg_owner_allocator_starts(starts, MAX_STARTS);
 	qsort(starts, nstarts, sizeof(uint64_t), cmp_u64);
 }
 

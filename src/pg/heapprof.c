@@ -26,6 +26,7 @@
 #include "fold.h"
 #include "jemalloc.h"
 #include "labels.h"
+#include "owner.h"
 #include "peak.h"
 #include "recording.h"
 #include "request.h"
@@ -98,7 +99,14 @@ _PG_init(void)
 
 	if (process_shared_preload_libraries_in_progress)
 	{
-		/* in the postmaster: shared memory and hooks every process inherits */
+		/*
+		 * in the postmaster: shared memory and hooks every process inherits;
+		 * first the labels' owners (only samples read them; not with
+		 * heapprof.labels off at start), so that a context's method table
+		 * copied later copies the wrappers
+		 */
+		if (hpj_probe() == HPJ_USABLE && hpg_labels_enabled())
+			(void) hpg_owner_install();
 		hpg_shmem_init();
 		hpg_target_init();
 		hpg_store_init();

@@ -1,6 +1,6 @@
 /*
  * labels.h -- every sampled allocation labelled with the statement running
- * and the memory context it is allocated in.
+ * and the memory context that owns it.
  */
 #ifndef HEAPPROF_PG_LABELS_H
 #define HEAPPROF_PG_LABELS_H
@@ -12,10 +12,14 @@ extern void hpg_labels_init(void);
 
 /*
  * In jemalloc's backtrace hook, after the unwinder filled vec[0 .. *len)
- * with at most max_len - HP_LABEL_FRAMES frames: append the labels.  Plain
- * reads and stores into static tables: no allocation, lock or error.
+ * with at most max_len - HP_LABEL_FRAMES frames: take owner.c's wrappers'
+ * frames out, append the labels.  Plain reads and stores into static
+ * tables: no allocation, lock or error.
  */
 extern void hpg_labels_push(void **vec, unsigned *len, unsigned max_len);
+
+/* heapprof.labels, as set now. */
+extern bool hpg_labels_enabled(void);
 
 /* The tables the pushed frames point into, for a dump's label lines. */
 extern void hpg_labels_tables(hp_identity *id);

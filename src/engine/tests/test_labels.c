@@ -2,7 +2,9 @@
  * test_labels.c -- labels of samples (labels.c, and their frames and lines
  * in parse.c and format.c): the pseudo-frames at a stack's root become the
  * sample's queryid and context and leave the stack, anything else stays an
- * address; the label lines name them, hostile ones are bounded or ignored;
+ * address; a context that only was current at malloc (not the block's
+ * owner) is "current: NAME"; the label lines name them, hostile ones are
+ * bounded or ignored;
  * reports group, filter and diff by them (contexts by name, whatever their
  * slots), and sum bytes per queryid.
  */
@@ -11,7 +13,8 @@
 
 #include <zlib.h>
 
-#define CTX(slot) "0xfffe0100" slot
+#define CTX(slot) "0xfffe0400" slot
+#define CUR(slot) "0xfffe0100" slot
 static const char dump[] =
 	"%heapprof-label-context 0 CacheMemoryContext\n"
 	"%heapprof-label-context 5 Cached\\x50lanSource\n"
@@ -36,6 +39,8 @@ static const char dump[] =
 	"  t*: 1: 8000 [0: 0]\n"
 	"@ " CTX("00000009") "\n"
 	"  t*: 1: 16000 [0: 0]\n"
+	"@ 0x401000 0x402001 " CUR("00000000") "\n"
+	"  t*: 1: 32000 [0: 0]\n"
 	"MAPPED_LIBRARIES:\n"
 	"00400000-00410000 r-xp 00000000 00:00 0 \n";
 
@@ -60,21 +65,23 @@ test_parse(void)
 	hp_status	rc = t_parse(&arena, dump, &p, err, sizeof(err));
 	const hp_sample *s = p.samples;
 
-	T_CHECK("labels parse", rc == HP_OK && p.nsamples == 5, "status %d, %zu samples: %s", rc, p.nsamples, err);
-	if (rc != HP_OK || p.nsamples != 5)
+	T_CHECK("labels parse", rc == HP_OK && p.nsamples == 6, "status %d, %zu samples: %s", rc, p.nsamples, err);
+	if (rc != HP_OK || p.nsamples != 6)
 		return;
 	T_CHECK("labels leave the stack", s[0].npcs == 2 && s[0].pcs[1] == 0x402000 &&
-			s[0].labels == (HP_HAS_QUERY | HP_HAS_CONTEXT) && s[0].context == 5 && s[0].queryid == 12345,
+			s[0].labels == (HP_HAS_QUERY | HP_HAS_CONTEXT | HP_OWNED) && s[0].context == 5 && s[0].queryid == 12345,
 			"npcs %u labels %d context %u queryid %llu", s[0].npcs, s[0].labels, s[0].context,
 			(unsigned long long) s[0].queryid);
 	T_CHECK("labels in any order, a negative queryid", s[1].npcs == 2 && s[1].context == 0 &&
 			s[1].queryid == (uint64_t) -5, "queryid %llx", (unsigned long long) s[1].queryid);
 	T_CHECK("labels: none", s[2].labels == 0 && s[2].npcs == 2, "labels %d", s[2].labels);
 	T_CHECK("labels: half a queryid is none, a label inside the stack an address",
-			s[3].labels == 0 && s[3].npcs == 3 && s[3].pcs[1] == 0xfffe010000000008ULL,
+			s[3].labels == 0 && s[3].npcs == 3 && s[3].pcs[1] == 0xfffe040000000008ULL,
 			"labels %d npcs %u", s[3].labels, s[3].npcs);
-	T_CHECK("labels: a stack of labels only", s[4].npcs == 0 && s[4].labels == HP_HAS_CONTEXT &&
+	T_CHECK("labels: a stack of labels only", s[4].npcs == 0 && s[4].labels == (HP_HAS_CONTEXT | HP_OWNED) &&
 			s[4].context == 9, "npcs %u labels %d", s[4].npcs, s[4].labels);
+	T_CHECK("labels: a context current at malloc, not the owner", s[5].npcs == 2 &&
+			s[5].labels == HP_HAS_CONTEXT && s[5].context == 0, "npcs %u labels %d", s[5].npcs, s[5].labels);
 	T_CHECK("label lines: first of a key, bounded numbers, a key without text ignored",
 			p.label_slots.count == 2 && p.label_queries.count == 2 &&
 			strcmp(p.slot_names[1], "CachedPlanSource") == 0 &&
@@ -135,7 +142,7 @@ test_reports(void)
 	{
 		t = text(&r);
 		T_CHECK("labels: a function view has a path per stack",
-				strstr(t, "[anon]+0x2000;[anon]+0x1000 15000\n") && !strstr(t, "query"), "%zu paths, %zu bytes, collapsed:\n%s", r.graph.npaths, r.text.len, t);
+				strstr(t, "[anon]+0x2000;[anon]+0x1000 47000\n") && !strstr(t, "query"), "%zu paths, %zu bytes, collapsed:\n%s", r.graph.npaths, r.text.len, t);
 	}
 	o.group_by = HP_GROUP_QUERY;
 	if (run("labels group by query", &o, HP_REPORT_COLLAPSED, false, &r))
@@ -151,6 +158,7 @@ test_reports(void)
 		t = text(&r);
 		T_CHECK("labels group by context", strstr(t, "context CachedPlanSource;") &&
 				strstr(t, "context CacheMemoryContext;") && strstr(t, "context #9 16000\n") &&
+				strstr(t, "context current: CacheMemoryContext;[anon]+0x2000;[anon]+0x1000 32000\n") &&
 				strstr(t, "context (none);"), "collapsed:\n%s", t);
 	}
 	o.group_by = HP_GROUP_FUNCTION;
@@ -181,7 +189,7 @@ test_reports(void)
 	}
 	if (run("labels bytes by queryid", &o, HP_REPORT_QUERIES, true, &r))
 		T_CHECK("labels bytes by queryid", r.nqueries == 3 && !r.queries[0].has_queryid &&
-				r.queries[0].bytes == 28000 && r.queries[1].queryid == (uint64_t) -5 &&
+				r.queries[0].bytes == 60000 && r.queries[1].queryid == (uint64_t) -5 &&
 				r.queries[2].queryid == 12345 && r.queries[2].bytes == 600 &&
 				strcmp(r.queries[2].text, "SELECT 1") == 0 && r.queries[0].text == NULL,
 				"%zu rows", r.nqueries);

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# t_contexts.sh -- a sample's context label agrees with PostgreSQL's own
+# accounting, pg_backend_memory_contexts (its own cluster: jemalloc with
+# every allocation sampled from the postmaster's start, heapprof preloaded):
+#  - after a workload that fills the plan cache (300 prepared statements,
+#    one CachedPlanSource, CachedPlanQuery and CachedPlan each), the
+#    relcache (400 tables with an index) and the PL/pgSQL function cache
+#    (50 functions compiled), every context name above 512 kB in
+#    pg_backend_memory_contexts has within 10 % of its total_bytes in
+#    heapprof_stacks() under that name (the block a context owns: made with
+#    MemoryContextAlloc from another, grown by repalloc, its first block);
+#  - a finished statement's contexts (its portal, executor, SPI and
+#    PL/pgSQL contexts), deleted in between, hold nothing under their names
+#    after it: no name of a context holds more in heapprof than
+#    PostgreSQL counts for it, the 8 kB first blocks of hash tables
+#    ("dynahash") aside; the memory the statement left in the caches is
+#    theirs;
+#  - blocks no context owns say so ("current: NAME"), and none of a
+#    context's is among them.
+set -euo pipefail
+cd "${HP_TOP:-$(dirname "$0")/..}"
+. tests/lib.sh
+P=${PORT:-55772}
+start_cluster contexts "$P" "prof:true,prof_active:true,lg_prof_sample:0" \
+	"shared_preload_libraries = 'heapprof'" || fail "cluster did not start"
+export $(cluster_env contexts "$P")
+w=$(scratch)
+q -c "CREATE EXTENSION heapprof" >/dev/null
+q >/dev/null <<'SQL'
+DO $$ BEGIN FOR i IN 1..400 LOOP
+	EXECUTE format('CREATE TABLE t%s (a int PRIMARY KEY, b text, c timestamptz)', i);
+END LOOP; END $$;
+SQL
+
+# One session: the workload, then both views of its memory.  Its backend
+# sampled every allocation from its start (forked from the postmaster,
+# prof_active:true), so heapprof sees all it holds.
+chmod 777 "$w"
+sed "s|PGVIEW|$w/pg|; s|HPVIEW|$w/hp|" >"$w/workload.sql" <<'SQL'
+SET jit = off;
+-- the relcache, loaded inside one statement (a DO block: portal, SPI, PL/pgSQL)
+DO $$ BEGIN FOR i IN 1..400 LOOP EXECUTE format('SELECT count(*) FROM t%s WHERE a = 1', i); END LOOP; END $$;
+-- the plan cache
+\o /dev/null
+SELECT format('PREPARE p%s AS SELECT a, b FROM t%s WHERE a = $1 AND b <> ''x'' ORDER BY c', i, i)
+	FROM generate_series(1, 300) i \gexec
+SELECT format('EXECUTE p%s(%s)', i, i) FROM generate_series(1, 300) i \gexec
+\o
+-- the PL/pgSQL function cache
+DO $$ DECLARE s int; BEGIN FOR i IN 1..50 LOOP
+	EXECUTE format('CREATE FUNCTION g%s(n int) RETURNS int LANGUAGE plpgsql AS $f$ DECLARE s int := 0;
+		BEGIN FOR k IN 1..n LOOP s := s + k; END LOOP; RETURN s; END $f$', i);
+	EXECUTE format('SELECT g%s(10)', i) INTO s;
+END LOOP; END $$;
+-- a big statement that ends: a sort of 200000 rows in its own contexts
+SELECT count(*) FROM (SELECT md5(g::text) m FROM generate_series(1, 200000) g ORDER BY 1) s;
+\o
+-- both views one after the other, nothing kept between them
+\copy (SELECT name, sum(total_bytes)::bigint FROM pg_backend_memory_contexts GROUP BY 1) TO 'PGVIEW' WITH (DELIMITER '|')
+\copy (SELECT context, sum(bytes)::bigint FROM heapprof_stacks() WHERE context IS NOT NULL GROUP BY 1) TO 'HPVIEW' WITH (DELIMITER '|')
+SQL
+
+q -f "$w/workload.sql" >"$w/out" 2>&1 || fail "the workload failed: $(cat "$w/out")"
+# NAME|PG|HEAPPROF lines: of every name above 512 kB in PostgreSQL's view,
+# but the contexts of the statement that reads it (its portal, executor and
+# expression contexts: 18's holds the view's rows, half a megabyte), gone
+# when heapprof's is read
+mine='^(MessageContext|PortalContext|ExecutorState|ExprContext|tuplestore tuples|COPY|pg_get_backend_memory_contexts)$'
+cmp=$(awk -F'|' -v mine="$mine" 'NR == FNR { hp[$1] = $2; next }
+	$2 > 512 * 1024 && $1 !~ mine { print $1 "|" $2 "|" hp[$1] + 0 }' "$w/hp" "$w/pg")
+# of every name heapprof holds more under than PostgreSQL counts (not the
+# blocks no context owns, nor hash tables' first blocks)
+over=$(awk -F'|' 'NR == FNR { pg[$1] = $2; next }
+	$1 !~ /^current: / && $1 != "dynahash" && $2 > pg[$1] * 1.1 + 16384 { print $1 "|" $2 "|" pg[$1] + 0 }' "$w/pg" "$w/hp")
+dyn=$(awk -F'|' '$1 == "dynahash" { print $2 }' "$w/hp")
+for name in CacheMemoryContext CachedPlanSource CachedPlanQuery 'index info' 'PL/pgSQL function'; do
+	grep -q "^$name|" <<<"$cmp" || fail "$name is not above 512 kB in pg_backend_memory_contexts: $cmp"
+done
+worst=0
+summary=
+while IFS='|' read -r name pg hp; do
+	# per mille off, either way
+	off=$(( (hp > pg ? hp - pg : pg - hp) * 1000 / pg ))
+	[ "$off" -le 100 ] || fail "$name: pg_backend_memory_contexts $pg bytes, heapprof $hp ($((off / 10)).$((off % 10)) % off)"
+	[ "$off" -le "$worst" ] || worst=$off
+	summary+="${summary:+, }$name $((hp * 100 / pg)) %"
+done <<<"$cmp"
+
+[ -z "$over" ] || fail "names holding more in heapprof than PostgreSQL counts for them (name|heapprof|pg): $over"
+[ "${dyn:-0}" -le $((64 * 8192)) ] || fail "dynahash (hash tables' first blocks) holds $dyn bytes"
+echo "contexts: $(wc -l <<<"$cmp") above 512 kB agree with pg_backend_memory_contexts within $((worst / 10)).$((worst % 10)) % ($summary); no name holds more than PostgreSQL counts after a finished statement; hash tables' first blocks $((dyn / 1024)) kB"
