@@ -18,7 +18,9 @@
  * the frames of the sampled malloc, and the wrappers alone live in the
  * section hpg_owner_text.  An error that longjmps out of an allocator (17+
  * raises out-of-memory inside it) leaves a stale note that no later stack
- * vouches for.  The wrappers' frames then leave the stack: a profile shows
+ * vouches for -- but for a FATAL one, whose exit runs on top of the
+ * wrapper's frame and may delete its context: a deleted context is no one's
+ * note.  The wrappers' frames then leave the stack: a profile shows
  * PostgreSQL's frames as they are without heapprof.
  *
  * A context's first block holds the context itself, malloc'd by its creator
@@ -216,6 +218,8 @@ delete_##K(MemoryContext context) \
 	for (int i = 0; i < NRECENT; i++) \
 		if (recent[i] == context) \
 			recent[i] = NULL; \
+	if (running == context) \
+		running = NULL; \
 	orig[K].delete_context(context); \
 }
 
