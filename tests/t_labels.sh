@@ -183,4 +183,27 @@ long="SELECT heapprof_test_leak(100000), 'ab$(printf '\303\251%.0s' $(seq 1 200)
 out=$(q -c "SET compute_query_id = on" -c "SELECT heapprof_enable()" -c "$long" \
 	-c "SELECT length(heapprof_dump_portable()) > 0" 2>&1 | tail -n 1)
 [ "$out" = t ] || { echo "heapprof_dump_portable() after a statement cut inside a character: $out"; exit 1; }
-echo "labels: statements told apart by queryid; contexts, grouping, filters, pprof tags, jeprof, stored profiles, pid"
+# -- the owners' wrappers are in a process only while it samples (gdb reads
+#    owner.c's flag; a stripped heapprof.so, the package's, is not checked)
+so=$(pg_config --pkglibdir)/heapprof.so
+wrapped=
+if readelf -S "$so" 2>/dev/null | grep '\.debug_info' >/dev/null; then
+	q -c "SET application_name = 'hp_wrap'" -c "SELECT pg_sleep(3.01)" -c "SELECT heapprof_enable()" \
+		-c "SELECT pg_sleep(3.02)" -c "SELECT heapprof_disable()" -c "SELECT pg_sleep(3.03)" >/dev/null &
+	# flag N: owner.c's flag while the session sleeps its Nth sleep (polled
+	# for 5 s at most)
+	flag() {
+		local pid=
+		for _ in $(seq 50); do
+			pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'hp_wrap' AND query LIKE '%pg_sleep(3.0$1)%'")
+			[ -z "$pid" ] || break
+			sleep 0.1
+		done
+		[ -n "$pid" ] && gdb -p "$pid" -batch -ex "print (int) 'owner.c'::installed" 2>/dev/null | sed -n 's/^\$1 = //p'
+	}
+	wrapped="$(flag 1) $(flag 2) $(flag 3)"
+	wait
+	[ "$wrapped" = "0 1 0" ] || { echo "the wrappers before, while and after sampling: '$wrapped' (0 1 0 wanted)"; exit 1; }
+	wrapped="; the owners' wrappers in only while sampling"
+fi
+echo "labels: statements told apart by queryid; contexts, grouping, filters, pprof tags, jeprof, stored profiles, pid$wrapped"

@@ -26,7 +26,6 @@
 #include "fold.h"
 #include "jemalloc.h"
 #include "labels.h"
-#include "owner.h"
 #include "peak.h"
 #include "recording.h"
 #include "request.h"
@@ -68,7 +67,10 @@ client_started(struct Port *port, int status)
 	hpg_exitdump_register();
 	/* publish only what changed: most backends start with nothing to tell */
 	if (enable_at_start && hpj_probe() == HPJ_USABLE && hpj_set_active(true) == 0)
+	{
+		hpg_labels_follow(true);
 		hpg_publish_state();
+	}
 }
 
 void
@@ -99,14 +101,16 @@ _PG_init(void)
 
 	if (process_shared_preload_libraries_in_progress)
 	{
+		hpj_status	st;
+
 		/*
 		 * in the postmaster: shared memory and hooks every process inherits;
-		 * first the labels' owners (only samples read them; not with
-		 * heapprof.labels off at start), so that a context's method table
-		 * copied later copies the wrappers
+		 * first the labels' owners if it samples already (prof_active:true),
+		 * so that a context's method table copied later copies the wrappers
 		 */
-		if (hpj_probe() == HPJ_USABLE && hpg_labels_enabled())
-			(void) hpg_owner_install();
+		hpj_get_status(&st);
+		if (hpj_probe() == HPJ_USABLE && st.active)
+			hpg_labels_follow(true);
 		hpg_shmem_init();
 		hpg_target_init();
 		hpg_store_init();

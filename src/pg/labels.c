@@ -233,10 +233,10 @@ hpg_labels_push(void **vec, unsigned *len, unsigned max_len)
 	*len = n;
 }
 
-bool
-hpg_labels_enabled(void)
+void
+hpg_labels_follow(bool sampling)
 {
-	return labels_on;
+	hpg_owner_wrap(sampling && labels_on);
 }
 
 void
@@ -253,7 +253,7 @@ hpg_labels_init(void)
 {
 	DefineCustomBoolVariable("heapprof.labels",
 							 "Label each sampled allocation with the statement's queryid and the memory context.",
-							 "heapprof_stacks() shows them; reports group and filter by them. The queryid needs compute_query_id. Off when the server starts, contexts are known only as current at malloc.",
+							 "heapprof_stacks() shows them; reports group and filter by them. The queryid needs compute_query_id. Off when a process starts sampling, its contexts are known only as current at malloc.",
 							 &labels_on,
 							 true,
 							 PGC_SUSET, 0,

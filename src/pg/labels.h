@@ -18,8 +18,12 @@ extern void hpg_labels_init(void);
  */
 extern void hpg_labels_push(void **vec, unsigned *len, unsigned max_len);
 
-/* heapprof.labels, as set now. */
-extern bool hpg_labels_enabled(void);
+/*
+ * This process's sampling was turned on or off: the owners' wrappers go in
+ * while it samples with heapprof.labels on, and out when it stops, so a
+ * process that does not sample pays nothing for them.
+ */
+extern void hpg_labels_follow(bool sampling);
 
 /* The tables the pushed frames point into, for a dump's label lines. */
 extern void hpg_labels_tables(hp_identity *id);

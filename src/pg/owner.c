@@ -9,10 +9,11 @@
  * an allocator mallocs is asked for inside its alloc or realloc method,
  * which is handed the context (or, 16+, the chunk it belongs to).  So the
  * alloc, realloc and delete entries of each allocator's method table --
- * AllocSet, Generation, Slab, Bump (17+) -- are wrapped here once, in the
- * postmaster: the wrapper notes the context and calls the allocator's own.
- * The tables are const, so the page is made writable for the write and
- * given back its own protection.
+ * AllocSet, Generation, Slab, Bump (17+) -- are wrapped here while the
+ * process samples (labels.c says when): the wrapper notes the context and
+ * calls the allocator's own.  The tables are const, so the page is made
+ * writable for the write and given back its own protection, as the probe
+ * (at load, in the postmaster when preloaded) found it.
  *
  * The note is trusted only while its wrapper is on the stack: the hook sees
  * the frames of the sampled malloc, and the wrappers alone live in the
@@ -60,6 +61,8 @@ enum
 	ASET, GENERATION, SLAB, BUMP, NKINDS
 };
 
+static void prepare(void);
+
 /* Frames of a sampled malloc looked at for a wrapper or a creator. */
 #define SCAN_FRAMES 48
 
@@ -68,6 +71,8 @@ extern const char __start_hpg_owner_text[];
 extern const char __stop_hpg_owner_text[];
 
 static MemoryContextMethods *tables[NKINDS];	/* PostgreSQL's, const there */
+static MemoryContextMethods wrapped[NKINDS];	/* theirs with the wrappers in */
+static int	prot[NKINDS];		/* their pages' protection, or -1: not to be written */
 static int	freelist_at = -1;	/* offsetof(AllocSetContext, freeListIndex), if found */
 static MemoryContextMethods orig[NKINDS];	/* their entries before wrapping */
 static bool probed;
@@ -88,6 +93,14 @@ static int	ncreators;
 #define NRECENT 8
 static MemoryContext recent[NRECENT];
 static unsigned recent_at;
+static MemoryContext recent_last;	/* the newest of them: the one test on palloc's path */
+
+static void
+note_recent(MemoryContext c)
+{
+	recent_last = c;
+	recent[++recent_at % NRECENT] = c;
+}
 
 /* A new context whose name is awaited: the likely parents' first children before it. */
 #define NUSUAL 9
@@ -176,35 +189,39 @@ hpg_owner_expect(int token, void (*named) (int token, MemoryContext created))
 	expected.token = token;
 }
 
-/* The wrappers, one set per allocator: note the owner, run the allocator's own. */
+/*
+ * The wrappers, one set per allocator: note the owner, run the allocator's
+ * own -- on every palloc, so as little as can be.  The note is not put back
+ * after: only a wrapper's frame on the stack vouches for it, and an
+ * allocator calls no other context's alloc.  The empty asm keeps the call a
+ * call (a tail call would take the frame away).
+ */
 #define WRAP_ALLOC(K) \
 OWNER_TEXT static void * \
 alloc_##K(HPG_ALLOC_PARAMS) \
 { \
-	MemoryContext prev = running; \
 	void	   *p; \
 	\
 	if (unlikely(expected.token >= 0)) \
 		settle(); \
-	if (recent[recent_at % NRECENT] != context) \
-		recent[++recent_at % NRECENT] = context; \
+	if (unlikely(context != recent_last)) \
+		note_recent(context); \
 	running = context; \
 	p = orig[K].alloc(HPG_ALLOC_ARGS); \
-	running = prev; \
+	__asm__ volatile("" : : "r"(p)); \
 	return p; \
 }
 #define WRAP_REALLOC(K) \
 OWNER_TEXT static void * \
 realloc_##K(HPG_REALLOC_PARAMS) \
 { \
-	MemoryContext prev = running; \
 	void	   *p; \
 	\
 	if (unlikely(expected.token >= 0)) \
 		settle(); \
 	running = HPG_REALLOC_OWNER; \
 	p = orig[K].realloc(HPG_REALLOC_ARGS); \
-	running = prev; \
+	__asm__ volatile("" : : "r"(p)); \
 	return p; \
 }
 #define WRAP_DELETE(K) \
@@ -218,6 +235,8 @@ delete_##K(MemoryContext context) \
 	for (int i = 0; i < NRECENT; i++) \
 		if (recent[i] == context) \
 			recent[i] = NULL; \
+	if (recent_last == context) \
+		recent_last = NULL; \
 	if (running == context) \
 		running = NULL; \
 	orig[K].delete_context(context); \
@@ -291,6 +310,7 @@ hpg_owner_probe(void)
 	for (int k = 0; k < NKINDS; k++)
 		if (tables[k] != NULL)
 			orig[k] = *tables[k];
+	prepare();
 	probed = true;
 }
 
@@ -336,19 +356,17 @@ protection_of(uintptr_t addr)
 }
 
 /*
- * *dst = *src in a const table: its pages writable for the write, then as
- * they were.  0, or an errno.
+ * *dst = *src in a const table whose pages have protection prot: writable
+ * for the write, then as they were.  0, or an errno.
  */
 static int
-write_table(MemoryContextMethods *dst, const MemoryContextMethods *src)
+write_table(MemoryContextMethods *dst, const MemoryContextMethods *src, int prot)
 {
 	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
 	uintptr_t	lo = (uintptr_t) dst & ~(page - 1);
 	uintptr_t	hi = ((uintptr_t) (dst + 1) + page - 1) & ~(page - 1);
-	int			prot = protection_of((uintptr_t) dst);
-	int			last = protection_of((uintptr_t) (dst + 1) - 1);
 
-	if (prot < 0 || last != prot)
+	if (prot < 0)
 		return ENOTSUP;			/* no mapping, or two of different protections */
 	if (!(prot & PROT_WRITE) && mprotect((void *) lo, hi - lo, prot | PROT_WRITE) != 0)
 		return errno;
@@ -373,55 +391,40 @@ add_creator(void *fn)
 	}
 }
 
-bool
-hpg_owner_install(void)
+/* What wrapping needs and a forked process inherits: the wrapped tables, the pages' protection, the creators. */
+static void
+prepare(void)
 {
-	int			done = 0;
-	int			err = 0;
-
-	if (installed || !probed)
-		return installed;
-	for (; done < NKINDS; done++)
+	for (int k = 0; k < NKINDS; k++)
 	{
-		MemoryContextMethods m;
+		int			first;
 
-		if (tables[done] == NULL)
+		if (tables[k] == NULL)
 			continue;
-		m = orig[done];
-		switch (done)
+		wrapped[k] = orig[k];
+		switch (k)
 		{
 			case ASET:
-				m.alloc = alloc_ASET;
-				m.realloc = realloc_ASET;
-				m.delete_context = delete_ASET;
+				wrapped[k].alloc = alloc_ASET;
+				wrapped[k].realloc = realloc_ASET;
+				wrapped[k].delete_context = delete_ASET;
 				break;
 			case GENERATION:
-				m.alloc = alloc_GENERATION;
-				m.realloc = realloc_GENERATION;
-				m.delete_context = delete_GENERATION;
+				wrapped[k].alloc = alloc_GENERATION;
+				wrapped[k].realloc = realloc_GENERATION;
+				wrapped[k].delete_context = delete_GENERATION;
 				break;
 			case SLAB:
-				m.alloc = alloc_SLAB;
-				m.delete_context = delete_SLAB;
+				wrapped[k].alloc = alloc_SLAB;
+				wrapped[k].delete_context = delete_SLAB;
 				break;
 			case BUMP:
-				m.alloc = alloc_BUMP;
-				m.delete_context = delete_BUMP;
+				wrapped[k].alloc = alloc_BUMP;
+				wrapped[k].delete_context = delete_BUMP;
 				break;
 		}
-		if ((err = write_table(tables[done], &m)) != 0)
-			break;
-	}
-	if (err != 0)
-	{
-		/* back to as it was: the tables before this one were written */
-		while (--done >= 0)
-			if (tables[done] != NULL)
-				(void) write_table(tables[done], &orig[done]);
-		ereport(LOG,
-				(errmsg("heapprof: could not wrap the memory allocators' method tables: %s", strerror(err)),
-				 errdetail("The context labels of samples name the context current at malloc, as \"current: NAME\".")));
-		return false;
+		first = protection_of((uintptr_t) tables[k]);
+		prot[k] = first == protection_of((uintptr_t) (tables[k] + 1) - 1) ? first : -1;
 	}
 	add_creator((void *) AllocSetContextCreateInternal);
 	add_creator((void *) GenerationContextCreate);
@@ -429,8 +432,52 @@ hpg_owner_install(void)
 #ifdef HPG_HAVE_BUMP
 	add_creator((void *) BumpContextCreate);
 #endif
-	installed = true;
-	return true;
+}
+
+/* Every table as in set (wrapped or orig), or none changed: 0, or an errno. */
+static int
+write_tables(const MemoryContextMethods *set, const MemoryContextMethods *undo)
+{
+	int			done = 0;
+	int			err = 0;
+
+	for (; done < NKINDS && err == 0; done++)
+		if (tables[done] != NULL)
+			err = write_table(tables[done], &set[done], prot[done]);
+	if (err != 0)
+	{
+		/* back to as it was: the tables before the one that failed were written */
+		for (done -= 2; done >= 0; done--)
+			if (tables[done] != NULL)
+				(void) write_table(tables[done], &undo[done], prot[done]);
+	}
+	return err;
+}
+
+void
+hpg_owner_wrap(bool on)
+{
+	static bool logged;
+	int			err;
+
+	if (!probed || on == installed)
+		return;
+	/* nothing of a time unwrapped is known: deletions went unseen */
+	memset(recent, 0, sizeof(recent));
+	recent_last = NULL;
+	expected.token = -1;
+	running = NULL;
+	err = on ? write_tables(wrapped, orig) : write_tables(orig, wrapped);
+	if (err == 0)
+		installed = on;
+	else if (!logged)
+	{
+		logged = true;
+		ereport(LOG,
+				(errmsg("heapprof: could not %s the memory allocators' method tables: %s",
+						on ? "wrap" : "unwrap", strerror(err)),
+				 errdetail("The context labels of samples name the context current at malloc, as \"current: NAME\".")));
+	}
 }
 
 static inline bool

@@ -23,8 +23,9 @@ typedef struct hpg_owner
 } hpg_owner;
 
 /*
- * Read the allocators' method tables (one throwaway context of each kind);
- * a palloc'ing step, once, before hpg_owner_install.
+ * Read the allocators' method tables (one throwaway context of each kind)
+ * and what wrapping them needs; a palloc'ing step, once, before
+ * hpg_owner_wrap.
  */
 extern void hpg_owner_probe(void);
 
@@ -35,11 +36,12 @@ extern void hpg_owner_probe(void);
 extern size_t hpg_owner_allocator_starts(uint64_t *starts, size_t max);
 
 /*
- * Wrap the alloc, realloc and delete methods of every allocator's table, in
- * this process and those it forks.  false (with a LOG) if a table cannot be
- * written: then every block's owner is unknown.
+ * Wrap (on) the alloc, realloc and delete methods of every allocator's
+ * table, in this process and those it forks from now, or put them back.  A
+ * table that cannot be written leaves them all as they were (with a LOG,
+ * once): then every block's owner is unknown.  Not inside an allocator.
  */
-extern bool hpg_owner_install(void);
+extern void hpg_owner_wrap(bool on);
 
 /*
  * In the backtrace hook, with the frames of the sampled malloc (innermost

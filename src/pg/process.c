@@ -19,6 +19,7 @@
 #include "compat.h"
 #include "errors.h"
 #include "files.h"
+#include "labels.h"
 #include "myprofile.h"
 #include "peak.h"
 #include "process.h"
@@ -76,6 +77,7 @@ hpg_proc_set_active(hpg_proc p, bool on)
 	hpg_require_profiling();
 	hpj_get_status(&st);
 	hpg_check_mallctl(hpj_set_active(on), what);
+	hpg_labels_follow(on);
 	if (on && !st.active)
 		hpg_peak_reset();		/* the peak is since profiling was enabled */
 	hpg_publish_state();

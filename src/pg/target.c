@@ -22,6 +22,7 @@
 #include "utils/memutils.h"
 
 #include "compat.h"
+#include "labels.h"
 #include "myprofile.h"
 #include "peak.h"
 #include "recording.h"
@@ -50,6 +51,8 @@ do_op(hpg_op op, int arg, const char *path, hpg_answer *answer)
 		hpj_get_status(&before);
 		was = before.active;
 		answer->rc = hpj_set_active(op == HPG_OP_ENABLE);
+		if (answer->rc == 0)
+			hpg_labels_follow(op == HPG_OP_ENABLE);
 		if (answer->rc == 0 && op == HPG_OP_ENABLE && !was)
 			hpg_peak_reset();
 	}
