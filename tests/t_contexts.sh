@@ -15,8 +15,12 @@
 #    PostgreSQL counts for it, the 8 kB first blocks of hash tables
 #    ("dynahash") aside; the memory the statement left in the caches is
 #    theirs;
-#  - blocks no context owns say so ("current: NAME"), and none of a
-#    context's is among them.
+#  - memory allocated into another context than the current one
+#    (MemoryContextAllocHuge(TopMemoryContext, ...) from a statement) is
+#    the other's; memory no context owns (8 MB of plain malloc) says so
+#    ("current: NAME"), and the allocator split -- how much is outside
+#    memory contexts, which functions hold it -- is one query over
+#    heapprof_stacks().
 set -euo pipefail
 cd "${HP_TOP:-$(dirname "$0")/..}"
 . tests/lib.sh
@@ -25,7 +29,7 @@ start_cluster contexts "$P" "prof:true,prof_active:true,lg_prof_sample:0" \
 	"shared_preload_libraries = 'heapprof'" || fail "cluster did not start"
 export $(cluster_env contexts "$P")
 w=$(scratch)
-q -c "CREATE EXTENSION heapprof" >/dev/null
+q -c "CREATE EXTENSION heapprof" -c "CREATE EXTENSION heapprof_test" >/dev/null
 q >/dev/null <<'SQL'
 DO $$ BEGIN FOR i IN 1..400 LOOP
 	EXECUTE format('CREATE TABLE t%s (a int PRIMARY KEY, b text, c timestamptz)', i);
@@ -36,7 +40,7 @@ SQL
 # sampled every allocation from its start (forked from the postmaster,
 # prof_active:true), so heapprof sees all it holds.
 chmod 777 "$w"
-sed "s|PGVIEW|$w/pg|; s|HPVIEW|$w/hp|" >"$w/workload.sql" <<'SQL'
+sed "s|PGVIEW|$w/pg|; s|HPVIEW|$w/hp|; s|SPLIT|$w/split|; s|OUTSIDE|$w/outside|; s|LEAK|$w/leak|" >"$w/workload.sql" <<'SQL'
 SET jit = off;
 -- the relcache, loaded inside one statement (a DO block: portal, SPI, PL/pgSQL)
 DO $$ BEGIN FOR i IN 1..400 LOOP EXECUTE format('SELECT count(*) FROM t%s WHERE a = 1', i); END LOOP; END $$;
@@ -54,7 +58,14 @@ DO $$ DECLARE s int; BEGIN FOR i IN 1..50 LOOP
 END LOOP; END $$;
 -- a big statement that ends: a sort of 200000 rows in its own contexts
 SELECT count(*) FROM (SELECT md5(g::text) m FROM generate_series(1, 200000) g ORDER BY 1) s;
+-- 3 MB into TopMemoryContext from a statement, 8 MB of plain malloc held
+SELECT heapprof_test_leak(3000000);
+SELECT heapprof_test_hold(8000000);
 \o
+-- the allocator split, and who holds what is outside
+\copy (SELECT context LIKE 'current: %', sum(bytes)::bigint FROM heapprof_stacks() WHERE context IS NOT NULL GROUP BY 1) TO 'SPLIT' WITH (DELIMITER '|')
+\copy (SELECT frames[1], sum(bytes)::bigint FROM heapprof_stacks() WHERE context LIKE 'current: %' GROUP BY 1 ORDER BY 2 DESC LIMIT 1) TO 'OUTSIDE' WITH (DELIMITER '|')
+\copy (SELECT context, sum(bytes)::bigint FROM heapprof_stacks() WHERE frames[1] = 'hpt_leak_top' GROUP BY 1) TO 'LEAK' WITH (DELIMITER '|')
 -- both views one after the other, nothing kept between them
 \copy (SELECT name, sum(total_bytes)::bigint FROM pg_backend_memory_contexts GROUP BY 1) TO 'PGVIEW' WITH (DELIMITER '|')
 \copy (SELECT context, sum(bytes)::bigint FROM heapprof_stacks() WHERE context IS NOT NULL GROUP BY 1) TO 'HPVIEW' WITH (DELIMITER '|')
@@ -73,7 +84,7 @@ cmp=$(awk -F'|' -v mine="$mine" 'NR == FNR { hp[$1] = $2; next }
 over=$(awk -F'|' 'NR == FNR { pg[$1] = $2; next }
 	$1 !~ /^current: / && $1 != "dynahash" && $2 > pg[$1] * 1.1 + 16384 { print $1 "|" $2 "|" pg[$1] + 0 }' "$w/pg" "$w/hp")
 dyn=$(awk -F'|' '$1 == "dynahash" { print $2 }' "$w/hp")
-for name in CacheMemoryContext CachedPlanSource CachedPlanQuery 'index info' 'PL/pgSQL function'; do
+for name in CacheMemoryContext CachedPlanSource CachedPlanQuery 'index info' 'PL/pgSQL function' TopMemoryContext; do
 	grep -q "^$name|" <<<"$cmp" || fail "$name is not above 512 kB in pg_backend_memory_contexts: $cmp"
 done
 worst=0
@@ -87,5 +98,12 @@ while IFS='|' read -r name pg hp; do
 done <<<"$cmp"
 
 [ -z "$over" ] || fail "names holding more in heapprof than PostgreSQL counts for them (name|heapprof|pg): $over"
+[ "$(cut -d"|" -f1 "$w/leak")" = TopMemoryContext ] ||
+	fail "3 MB allocated into TopMemoryContext from a statement is labelled: $(cat "$w/leak")"
+outside=$(awk -F'|' '$1 == "t" { print $2 }' "$w/split")
+inside=$(awk -F'|' '$1 == "f" { print $2 }' "$w/split")
+[ "${outside:-0}" -ge 8000000 ] && [ "${outside:-0}" -lt 12000000 ] ||
+	fail "outside memory contexts: ${outside:-0} bytes after 8 MB of plain malloc (split: $(cat "$w/split"))"
+[ "$(cut -d'|' -f1 "$w/outside")" = hpt_leaf_alloc ] || fail "outside memory contexts, on top: $(cat "$w/outside")"
 [ "${dyn:-0}" -le $((64 * 8192)) ] || fail "dynahash (hash tables' first blocks) holds $dyn bytes"
-echo "contexts: $(wc -l <<<"$cmp") above 512 kB agree with pg_backend_memory_contexts within $((worst / 10)).$((worst % 10)) % ($summary); no name holds more than PostgreSQL counts after a finished statement; hash tables' first blocks $((dyn / 1024)) kB"
+echo "contexts: $(wc -l <<<"$cmp") above 512 kB agree with pg_backend_memory_contexts within $((worst / 10)).$((worst % 10)) % ($summary); no name holds more than PostgreSQL counts after a finished statement; hash tables' first blocks $((dyn / 1024)) kB; split: $((inside / 1024)) kB in contexts, $((outside / 1024)) kB outside (hpt_leaf_alloc on top)"
