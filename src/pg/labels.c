@@ -43,6 +43,7 @@
 #define PROBES 16
 
 static bool labels_on = true;
+static bool hooked;				/* hpg_labels_push is called: heapprof is preloaded */
 
 /* Plain data the hook fills: it runs inside malloc. */
 static hp_context_slot contexts[HP_LABEL_CONTEXTS];
@@ -234,9 +235,15 @@ hpg_labels_push(void **vec, unsigned *len, unsigned max_len)
 }
 
 void
+hpg_labels_hooked(void)
+{
+	hooked = true;
+}
+
+void
 hpg_labels_follow(bool sampling)
 {
-	hpg_owner_wrap(sampling && labels_on);
+	hpg_owner_wrap(sampling && labels_on && hooked);
 }
 
 void

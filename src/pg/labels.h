@@ -18,10 +18,13 @@ extern void hpg_labels_init(void);
  */
 extern void hpg_labels_push(void **vec, unsigned *len, unsigned max_len);
 
+/* The backtrace hook that pushes the labels is in (peak.c installs it). */
+extern void hpg_labels_hooked(void);
+
 /*
  * This process's sampling was turned on or off: the owners' wrappers go in
- * while it samples with heapprof.labels on, and out when it stops, so a
- * process that does not sample pays nothing for them.
+ * while it samples with heapprof.labels on and the hook in, and out when it
+ * stops, so a process that does not sample pays nothing for them.
  */
 extern void hpg_labels_follow(bool sampling);
 

@@ -148,6 +148,8 @@ hpg_peak_init(void)
 				(errmsg("heapprof: this jemalloc has no prof_backtrace hook; heapprof_peak() is not available"),
 				 errhint("Peak profiles need jemalloc 5.3 or later.")));
 	}
+	else
+		hpg_labels_hooked();
 }
 
 bool
