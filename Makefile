@@ -5,7 +5,7 @@
 
 MODULE_big = heapprof
 EXTENSION  = heapprof
-DATA       = heapprof--1.0.sql heapprof--1.0--1.1.sql heapprof--1.1--1.2.sql heapprof--1.2--1.3.sql
+DATA       = heapprof--1.0.sql heapprof--1.0--1.1.sql heapprof--1.1--1.2.sql heapprof--1.2--1.3.sql heapprof--1.3--1.4.sql
 PGFILEDESC = "heapprof - jemalloc heap profiling from SQL"
 
 # The layers: the jemalloc binding and PostgreSQL's allocator names (plain C),

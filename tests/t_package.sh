@@ -62,7 +62,7 @@ if [ -z "$preinstalled" ]; then
 	build=$((SECONDS - build))
 	deb=$(ls "$work"/debs/${pkg}_*.deb 2>/dev/null | sed -n 1p)
 	[ -n "$deb" ] || fail "make deb made no $pkg package: $(ls "$work/debs")"
-	# the documentation: README, every page of docs/ and its picture, both man pages
+	# the documentation: README, every page of docs/ and its picture, both man pages, the examples
 	contents=$(dpkg-deb -c "$deb" | awk '{print $NF}')
 	for f in README.md $(cd docs && ls) ; do
 		[ "$f" = README.md ] && d=/usr/share/doc/$pkg/$f || d=/usr/share/doc/$pkg/docs/$f
@@ -70,6 +70,10 @@ if [ -z "$preinstalled" ]; then
 	done
 	for m in pg_heapprof heapprof-report; do
 		grep -qx "./usr/share/postgresql/15/man/man1/$m.1.gz" <<<"$contents" || fail "$pkg lacks the man page of $m"
+	done
+	# the exporter's queries file and the alerting rule, as docs/history.md names them
+	for f in heapprof-queries.yaml heapprof-alerts.yaml; do
+		grep -qx "./usr/share/doc/$pkg/examples/$f" <<<"$contents" || fail "$pkg lacks examples/$f"
 	done
 
 	# keep the files the package will replace

@@ -16,7 +16,8 @@
 #   <!-- not run: WHY -->
 # and is only counted.  Plain ``` blocks are output, never run.
 # The examples' other process is a session named myapp that keeps
-# allocating, and the grants go to roles app_debugger and trusted_debugger.
+# allocating, sampled, in a heap history kept every second; the grants go
+# to roles app_debugger and trusted_debugger.
 set -euo pipefail
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 cd "$HP_TOP"
@@ -35,6 +36,8 @@ cleanup() {
 	[ -n "${APP_PID:-}" ] && kill "$APP_PID" 2>/dev/null || true
 	q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$db'" >/dev/null 2>&1 || true
 	[ -n "${data:-}" ] && rm -f "$data"/heapprof/captures/*.heap || true
+	q -c "ALTER SYSTEM RESET heapprof.history_interval" -c "SELECT pg_reload_conf()" >/dev/null 2>&1 || true
+	[ -n "${data:-}" ] && rm -f "$data"/heapprof/history/*.heap || true
 	q -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
 	for r in $roles; do
 		q -c "DROP OWNED BY $r" -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1 || true
@@ -73,7 +76,11 @@ psql -X -q -d "$db" -c "CREATE EXTENSION heapprof_test" -c "SET application_name
 	-c "SELECT count(heapprof_test_hold(65536)) FROM (SELECT pg_sleep(0.02) FROM generate_series(1, 6000)) s" \
 	>/dev/null 2>&1 &
 APP_PID=$!
-wait_query "myapp" 10 "SELECT pid FROM pg_stat_activity WHERE application_name = 'myapp'" >/dev/null
+app=$(wait_query "myapp" 10 "SELECT pid FROM pg_stat_activity WHERE application_name = 'myapp'")
+# the heap history's examples read a history in which myapp grows
+q -c "ALTER SYSTEM SET heapprof.history_interval = '1s'" -c "SELECT pg_reload_conf()" \
+	-c "SELECT heapprof_enable(pid => $app)" >/dev/null
+DB=$db wait_query "myapp's growth in the history" 30 "SELECT 1 FROM heapprof_growth() LIMIT 1" >/dev/null
 
 nsql=0
 nblocks=0

@@ -7,8 +7,9 @@
 #    (and the primary's walsender) are enabled and reported by pid; the
 #    startup process, idle at the end of WAL, answers within the default
 #    request timeout (from 16 it sleeps until WAL or a wake-up comes);
-#  - on the standby: session and persisted snapshots and exit dumps work
-#    (files under its own $PGDATA, no WAL) and the primary sees none of them;
+#  - on the standby: session and persisted snapshots, exit dumps and the
+#    heap history work (files under its own $PGDATA, no WAL) and the primary
+#    sees none of them;
 #  - pg_heapprof over both servers: --list shows both with their roles,
 #    per-process reports land in one file each, --merge totals equal the sum
 #    of the single reports (and the bytes the sessions hold), --list --merge
@@ -107,6 +108,15 @@ echo "SET compute_query_id = on; SELECT heapprof_enable(); SELECT heapprof_test_
 echo "SET compute_query_id = on; SELECT heapprof_enable(); SELECT heapprof_test_hold(2097152); SELECT pg_backend_pid();" >&"${HOLD_S[1]}"
 for _ in 1 2; do read -r -t 20 _ <&"${HOLD_P[0]}"; read -r -t 20 _ <&"${HOLD_S[0]}"; done
 read -r -t 20 hp <&"${HOLD_P[0]}" && read -r -t 20 hs <&"${HOLD_S[0]}" || fail "holding sessions"
+
+# the heap history on the standby: its collector keeps its own processes,
+# in its own files (no WAL, no table), readable there; the primary has none
+echo "heapprof.history_interval = '1s'" | as_pg tee -a "$sdir/data/postgresql.conf" >/dev/null
+qs -c "SELECT pg_reload_conf()" >/dev/null
+PGHOST=$sdir/sock PGPORT=$P2 PGUSER=postgres wait_query "the standby session in the standby's history" 20 \
+	"SELECT 1 FROM heapprof_history() WHERE pid = $hs AND what = 'function' AND key = 'hpt_leaf_alloc'" >/dev/null ||
+	fail "no history of the standby's session on the standby: $(qs -c 'SELECT * FROM heapprof_collector()')"
+[ "$(qp -c "SELECT count(*) FROM heapprof_history()")" = 0 ] || fail "the primary has a history"
 
 # --list over both: both servers, their roles, the replication processes
 cli -d "$A" -d "$B" --list > "$w/list.txt" || { cat "$w/list.txt"; fail "--list over both"; }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# t_upgrade.sh -- a 1.0, 1.1 or 1.2 database updated equals a fresh install
+# t_upgrade.sh -- a 1.0, 1.1, 1.2 or 1.3 database updated equals a fresh install
 # (cluster (a)):
 #  - the installed released scripts (heapprof--1.0.sql, heapprof--1.0--1.1.sql,
-#    heapprof--1.1--1.2.sql) are the released ones, byte for byte (SHA-256 pinned here, and the release
+#    heapprof--1.1--1.2.sql, heapprof--1.2--1.3.sql) are the released ones, byte for byte (SHA-256 pinned here, and the release
 #    commit's blob when HP_TOP is a git checkout): a released script is never
 #    edited, every change is a new update script;
 #  - every version the control file can reach has an update path from 1.0;
@@ -25,12 +25,14 @@ set -euo pipefail
 # released scripts are never edited, every change is a new update script
 released="heapprof--1.0.sql 7f8ab3f0cddcf049ab687d98c44afdc3913c18b9 b660d19cf92d49e7eb42e30cc553d35bacb1f748097a59c58f7df98be5bd6a7d
 heapprof--1.0--1.1.sql 4680a73 1bab6e3e018e6ad09a06308e394436bb3afe23a4a16cf31672a3ee5b9c320540
-heapprof--1.1--1.2.sql d28c18d 9b99f8c9219d59e7bd1f3ae894b849b729f3e88c9525d053f55aac6a9b2c432f"
+heapprof--1.1--1.2.sql d28c18d 9b99f8c9219d59e7bd1f3ae894b849b729f3e88c9525d053f55aac6a9b2c432f
+heapprof--1.2--1.3.sql e2657da 88dc9ceed520bf9ebc50e059a46c20734496df394add8dc820a1ac74788b0a12"
 . "${HP_TOP:=$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 w=$(scratch)
 cleanup() {
 	q -c "DROP DATABASE IF EXISTS hp_up_old" -c "DROP DATABASE IF EXISTS hp_up_mid" \
-	  -c "DROP DATABASE IF EXISTS hp_up_12" -c "DROP DATABASE IF EXISTS hp_up_new" -c "DROP ROLE IF EXISTS hp_up_role" \
+	  -c "DROP DATABASE IF EXISTS hp_up_12" -c "DROP DATABASE IF EXISTS hp_up_13" \
+	  -c "DROP DATABASE IF EXISTS hp_up_new" -c "DROP ROLE IF EXISTS hp_up_role" \
 	  -c "DROP ROLE IF EXISTS hp_up_role2" >/dev/null 2>&1 || true
 	[ -n "${HP_KEEP:-}" ] && cp "$w/fresh" "$HP_KEEP"
 }
@@ -51,7 +53,7 @@ done <<<"$released"
 release=7f8ab3f0cddcf049ab687d98c44afdc3913c18b9
 default=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ext/heapprof.control")
 
-q -c "CREATE DATABASE hp_up_old" -c "CREATE DATABASE hp_up_mid" -c "CREATE DATABASE hp_up_12" \
+q -c "CREATE DATABASE hp_up_old" -c "CREATE DATABASE hp_up_mid" -c "CREATE DATABASE hp_up_12" -c "CREATE DATABASE hp_up_13" \
 	-c "CREATE DATABASE hp_up_new" >/dev/null
 # a DBA's grant on a function the update changes survives it
 q -c "CREATE ROLE hp_up_role" -c "CREATE ROLE hp_up_role2" >/dev/null
@@ -107,6 +109,15 @@ r=$(DB=hp_up_12 q -c "SELECT heapprof_grant('hp_up_role')" 2>&1) && fail "heappr
 grep -q "no heapprof workflow given" <<<"$r" && grep -q "own (profile one's own sessions), leaks" <<<"$r" &&
 	grep -q "heapprof_grant('hp_up_role', 'own')" <<<"$r" || fail "heapprof_grant(role) after 1.2 -> 1.3: $r"
 DB=hp_up_12 q -c "SELECT count(*) FROM heapprof_revoke('hp_up_role')" >/dev/null
+# 1.4 adds the heap history: a holder of the history workflow gets its
+# functions; the monitor workflow is new
+DB=hp_up_13 q -c "CREATE EXTENSION heapprof VERSION '1.3'" \
+	-c "SELECT count(*) FROM heapprof_grant('hp_up_role', 'history')" -c "ALTER EXTENSION heapprof UPDATE" >/dev/null
+[ "$(DB=hp_up_13 q -c "SELECT has_function_privilege('hp_up_role', 'heapprof_growth(interval, boolean, bigint, text)', 'EXECUTE')")" = t ] ||
+	fail "1.3 -> 1.4 did not give a history workflow holder heapprof_growth()"
+[ "$(DB=hp_up_13 q -c "SELECT count(*) FROM heapprof_grant('hp_up_role2', 'monitor')")" -ge 4 ] ||
+	fail "the monitor workflow after 1.3 -> 1.4"
+DB=hp_up_13 q -c "SELECT count(*) FROM heapprof_revoke('hp_up_role')" -c "SELECT count(*) FROM heapprof_revoke('hp_up_role2')" >/dev/null
 DB=hp_up_new q -c "CREATE EXTENSION heapprof" >/dev/null
 
 # everything an install leaves in the catalog, one line per fact, sorted;
@@ -162,11 +173,14 @@ SQL
 DB=hp_up_old q -f "$w/catalog.sql" >"$w/updated"
 DB=hp_up_mid q -f "$w/catalog.sql" >"$w/mid"
 DB=hp_up_12 q -f "$w/catalog.sql" >"$w/12"
+DB=hp_up_13 q -f "$w/catalog.sql" >"$w/13"
 DB=hp_up_new q -f "$w/catalog.sql" >"$w/fresh"
 diff -u --label "1.1 + ALTER EXTENSION UPDATE" --label "CREATE EXTENSION (fresh)" "$w/mid" "$w/fresh" ||
 	fail "an updated 1.1 differs from a fresh install (above)"
 diff -u --label "1.2 + ALTER EXTENSION UPDATE" --label "CREATE EXTENSION (fresh)" "$w/12" "$w/fresh" ||
 	fail "an updated 1.2 differs from a fresh install (above)"
+diff -u --label "1.3 + ALTER EXTENSION UPDATE" --label "CREATE EXTENSION (fresh)" "$w/13" "$w/fresh" ||
+	fail "an updated 1.3 differs from a fresh install (above)"
 diff -u --label "1.0 + ALTER EXTENSION UPDATE" --label "CREATE EXTENSION (fresh)" "$w/updated" "$w/fresh" ||
 	fail "an updated 1.0 differs from a fresh install (above)"
 [ "$(grep '^extension ' "$w/fresh")" = "extension $default schema public relocatable false config heapprof_grants conditions " ] ||

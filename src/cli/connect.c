@@ -288,6 +288,19 @@ open_session(server *s)
 	return true;
 }
 
+/* Is the extension version "MAJOR.MINOR" at least major.minor?  False for one that is not a version. */
+static bool
+version_at_least(const char *version, int major, int minor)
+{
+	int			ma;
+	int			mi;
+	char		end;
+
+	if (sscanf(version, "%d.%d%c", &ma, &mi, &end) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
+}
+
 bool
 connect_server(server *s)
 {
@@ -318,6 +331,15 @@ connect_server(server *s)
 	{
 		snprintf(msg, sizeof(msg), "--group-by %s needs heapprof 1.2 on the server; database \"%s\" has %s",
 				 s->o->group_by, PQdb(s->conn), cell(res, 0, 1));
+		set_problem(&s->pr, msg, s->standby ? "run ALTER EXTENSION heapprof UPDATE; on the primary; it reaches standbys through WAL" :
+					"run ALTER EXTENSION heapprof UPDATE; in that database");
+		PQclear(res);
+		return false;
+	}
+	if (HISTORY_ACTION(s->o->action) && !version_at_least(cell(res, 0, 1), 1, 4))
+	{
+		snprintf(msg, sizeof(msg), "%s needs heapprof 1.4 on the server; database \"%s\" has %s",
+				 s->o->action == ACT_GROWTH ? "--growth" : "--timeline", PQdb(s->conn), cell(res, 0, 1));
 		set_problem(&s->pr, msg, s->standby ? "run ALTER EXTENSION heapprof UPDATE; on the primary; it reaches standbys through WAL" :
 					"run ALTER EXTENSION heapprof UPDATE; in that database");
 		PQclear(res);

@@ -10,7 +10,9 @@
  * --pid, the stored profile of --stored, or every process of --backend-type
  * (never a pg_heapprof session: this one, or another reading the same
  * server meanwhile), and each operation -- enable, disable, report, leak,
- * the stacks of a merge -- is asked of each of them the same way.
+ * the stacks of a merge -- is asked of each of them the same way.  The heap
+ * history the server keeps is asked of the server itself: --growth's
+ * suspects, --timeline's SVG.
  */
 #include <errno.h>
 #include <signal.h>
@@ -72,6 +74,21 @@
 	"pg_catalog.strpos(t.q, E'\\n') OPERATOR(pg_catalog.>) 0 AS more " \
 	"FROM pg_catalog.btrim(coalesce(c.query, ''), E' \\t\\r\\n') AS t(q)) l " \
 	"ORDER BY c.captured_at, c.name"
+
+/*
+ * --growth: the leak suspects of the heap history (in the columns G_*);
+ * times as Unix seconds, which the client shows in its own time zone, so
+ * that servers in several zones compare.
+ */
+#define GROWTH_SQL "SELECT kind, name, bytes_per_hour, outside_contexts, outside_bytes_per_hour, steadiness, " \
+	"pg_catalog.date_part('epoch', growing_since), bytes, processes, pid, " \
+	"pg_catalog.date_part('epoch', backend_start) " \
+	"FROM @x.heapprof_growth(since => $1::interval, per_process => $2::boolean, " \
+	"min_rate => pg_catalog.pg_size_bytes($3), kinds => $4)"
+
+/* --timeline: the SVG */
+#define TIMELINE_SQL "SELECT @x.heapprof_dump_timeline(since => $1::interval, pid => $2::int, kind => $3, " \
+	"series => $4::int)"
 
 /* --setup: names_hint is read through to_jsonb so that a 1.0 database answers too */
 #define SETUP_SQL "SELECT h.hint, pg_catalog.to_jsonb(h) OPERATOR(pg_catalog.->>) 'names_hint' " \
@@ -250,6 +267,24 @@ serve(void *arg)
 	if (o->action == ACT_CAPTURES || o->action == ACT_SETUP)
 	{
 		s->procs = query(s, &s->pr, o->action == ACT_SETUP ? SETUP_SQL : CAPTURES_SQL, 0, NULL, 0);
+		return NULL;
+	}
+	if (o->action == ACT_GROWTH)
+	{
+		const char *v[4] = {o->since, o->per_process ? "true" : "false", o->min_rate, o->kinds};
+
+		s->procs = query(s, &s->pr, GROWTH_SQL, 4, v, 0);
+		return NULL;
+	}
+	if (o->action == ACT_TIMELINE)
+	{
+		/* one document, written as a report of one process is (output.c) */
+		const char *v[4] = {o->since, o->pid, o->kind, o->series};
+
+		s->t = xcalloc(1, sizeof(target));
+		s->nt = 1;
+		s->t[0].pid = o->pid;
+		s->t[0].res = query(s, &s->t[0].pr, TIMELINE_SQL, 4, v, 0);
 		return NULL;
 	}
 	choose(s);

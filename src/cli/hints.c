@@ -2,8 +2,9 @@
  * hints.c -- what the server says, in pg_heapprof's terms.
  *
  * A server hint written for psql users names SQL calls; a pg_heapprof user
- * needs the option that does the same, so every such call is translated
- * here, from one table.  PostgreSQL's own "permission denied for function
+ * needs the option that does the same, so every such call (and argument:
+ * since => '1 hour' is --since '1 hour') is translated here, from one
+ * table.  PostgreSQL's own "permission denied for function
  * heapprof_..." (42501) comes before any heapprof code runs, so the server
  * knows nothing of the action (its hint, when heapprof is preloaded, only
  * says how workflows are granted): here it names the workflow the action
@@ -16,19 +17,28 @@
 
 #include "pg_heapprof.h"
 
-/* SQL in server hints, and the option that does it; %s: the call's pid, up to end. */
+/* Any argument of a few words: a SQL literal's inside, an interval's. */
+#define WORDS "0123456789 abcdefghijklmnopqrstuvwxyz"
+
+/*
+ * SQL in server hints, and the option that does it; %s: the call's
+ * argument (digits, or the characters of chars), up to end.
+ */
 static const struct
 {
 	const char *sql;
 	const char *end;			/* NULL: no argument */
 	const char *cli;
+	const char *chars;			/* NULL: digits */
 }			calls[] = {
-	{"heapprof_enable(pid => ", ")", "pg_heapprof --enable --pid %s"},
-	{"heapprof_status(pid => ", ")", "pg_heapprof --list"},
-	{"heapprof_backends()", NULL, "pg_heapprof --list"},
-	{"heapprof_status()", NULL, "pg_heapprof --setup"},
-	{"heapprof_dump_portable()", NULL, "pg_heapprof --client-symbols"},
-	{"heapprof_dump_raw()", NULL, "pg_heapprof --report raw"},
+	{"heapprof_enable(pid => ", ")", "pg_heapprof --enable --pid %s", NULL},
+	{"heapprof_status(pid => ", ")", "pg_heapprof --list", NULL},
+	{"heapprof_backends()", NULL, "pg_heapprof --list", NULL},
+	{"heapprof_status()", NULL, "pg_heapprof --setup", NULL},
+	{"heapprof_dump_portable()", NULL, "pg_heapprof --client-symbols", NULL},
+	{"heapprof_dump_raw()", NULL, "pg_heapprof --report raw", NULL},
+	/* heapprof_growth() and heapprof_dump_timeline(): their window */
+	{"since => '", "'", "--since '%s'", WORDS},
 };
 
 /* hint with every call of the table replaced by its option, in f. */
@@ -52,7 +62,7 @@ translate_calls(FILE *f, const char *hint)
 			const char *end = calls[i].end ? strstr(arg, calls[i].end) : arg;
 			const char *mark = strstr(calls[i].cli, "%s");
 
-			if (end == NULL || (size_t) (end - arg) != strspn(arg, "0123456789"))
+			if (end == NULL || (size_t) (end - arg) != strspn(arg, calls[i].chars ? calls[i].chars : "0123456789"))
 			{
 				fputc(*hint++, f);
 				continue;
@@ -100,7 +110,7 @@ workflow(const cli_opts *o, const char *function)
 	if (strcmp(function, "heapprof_dump_portable") == 0 || strcmp(function, "heapprof_dump_pprof") == 0 ||
 		strcmp(function, "heapprof_dump_raw") == 0)
 		return "trusted";
-	if (o->action == ACT_CAPTURES || o->peak || o->window || o->stored)
+	if (o->action == ACT_CAPTURES || HISTORY_ACTION(o->action) || o->peak || o->window || o->stored)
 		return "history";
 	return "processes";
 }

@@ -2,8 +2,12 @@
  * merge.c -- --merge: the chosen processes' stacks, as each server named
  * them (heapprof_stacks), summed with the engine's per-stack arithmetic
  * (hp_graph_from_stacks) into one report, the --base-type processes
- * subtracted; and with --list, each process's share of that sum.
+ * subtracted; and with --list, each process's share of that sum.  With
+ * --growth, each server's leak suspects (heapprof_growth) summed by kind
+ * and name, as the server sums a name's over its processes.
  */
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,4 +166,133 @@ write_merged(const fleet *f)
 	free(frames);
 	free(totals);
 	return ok;
+}
+
+/* a + b, at the bounds of long long rather than past them */
+static long long
+add_sat(long long a, long long b)
+{
+	long long	r;
+
+	if (!__builtin_add_overflow(a, b, &r))
+		return r;
+	return b > 0 ? LLONG_MAX : LLONG_MIN;
+}
+
+static int
+by_name(const void *x, const void *y)
+{
+	const suspect *a = x;
+	const suspect *b = y;
+	int			c = strcmp(a->kind, b->kind);
+
+	return c ? c : strcmp(a->name, b->name);
+}
+
+/* The server's order of kinds (its ties go to the first); another after them. */
+static int
+kind_rank(const char *kind)
+{
+	static const char *const kinds[] = {"heap", "function", "query", "context"};
+	int			i;
+
+	for (i = 0; i < (int) (sizeof(kinds) / sizeof(kinds[0])); i++)
+		if (strcmp(kind, kinds[i]) == 0)
+			break;
+	return i;
+}
+
+/* Fastest first; at the same rate as the server orders its rows. */
+static int
+by_rate(const void *x, const void *y)
+{
+	const suspect *a = x;
+	const suspect *b = y;
+
+	if (a->rate != b->rate)
+		return a->rate > b->rate ? -1 : 1;
+	if (kind_rank(a->kind) != kind_rank(b->kind))
+		return kind_rank(a->kind) < kind_rank(b->kind) ? -1 : 1;
+	return by_name(x, y);
+}
+
+/*
+ * --growth --merge: one suspect per (kind, name) over every server that
+ * answered, fastest first: rates, bytes and processes summed, growing since
+ * the earliest, outside memory contexts when the summed outside rate is at
+ * least half the summed rate, steadiness the mean of the servers' weighted
+ * by their rates (as the server sums a name over its processes); servers,
+ * how many it grows on.  Returns their number; *out is malloc'ed.
+ */
+size_t
+merge_growth(const fleet *f, suspect **out)
+{
+	size_t		rows = 0;
+	size_t		n = 0;
+	size_t		k = 0;
+	suspect    *v;
+	double	   *plain;			/* a name's steadiness summed unweighted, for rates of 0 */
+
+	for (int i = 0; i < f->n; i++)
+		rows += f->sv[i].procs ? (size_t) PQntuples(f->sv[i].procs) : 0;
+	v = xcalloc(rows, sizeof(suspect));
+	plain = xcalloc(rows, sizeof(double));
+	for (int i = 0; i < f->n; i++)
+	{
+		const PGresult *res = f->sv[i].procs;
+
+		for (int r = 0; res && r < PQntuples(res); r++)
+		{
+			suspect    *x = &v[n++];
+
+			x->kind = cell(res, r, G_KIND);
+			x->name = cell(res, r, G_NAME);
+			x->rate = strtoll(cell(res, r, G_RATE), NULL, 10);
+			x->outside_rate = strtoll(cell(res, r, G_OUTSIDE_RATE), NULL, 10);
+			x->steadiness = strtod(cell(res, r, G_STEADINESS), NULL);
+			x->since = PQgetisnull(res, r, G_SINCE) ? NAN : strtod(cell(res, r, G_SINCE), NULL);
+			x->bytes = strtoll(cell(res, r, G_BYTES), NULL, 10);
+			x->processes = strtoll(cell(res, r, G_PROCESSES), NULL, 10);
+			x->servers = 1;
+			if (!isfinite(x->steadiness))
+				x->steadiness = 0;
+		}
+	}
+	qsort(v, n, sizeof(suspect), by_name);
+	for (size_t i = 0; i < n; i++)
+	{
+		const suspect x = v[i];
+		suspect    *into;
+
+		if (i == 0 || by_name(&v[k - 1], &x) != 0)
+		{
+			into = &v[k++];
+			*into = x;
+			plain[k - 1] = x.steadiness;
+			/* the weighted sum, divided once every server's is in */
+			into->steadiness = x.steadiness * (double) x.rate;
+			continue;
+		}
+		into = &v[k - 1];
+		plain[k - 1] += x.steadiness;
+		into->steadiness += x.steadiness * (double) x.rate;
+		into->rate = add_sat(into->rate, x.rate);
+		into->outside_rate = add_sat(into->outside_rate, x.outside_rate);
+		into->bytes = add_sat(into->bytes, x.bytes);
+		into->processes = add_sat(into->processes, x.processes);
+		if (isnan(into->since) || x.since < into->since)
+			into->since = x.since;
+		into->servers++;
+	}
+	for (size_t i = 0; i < k; i++)
+	{
+		suspect    *x = &v[i];
+
+		x->steadiness = x->rate > 0 ? x->steadiness / (double) x->rate : plain[i] / x->servers;
+		x->outside = (double) x->outside_rate >= 0.5 * (double) x->rate;
+	}
+	free(plain);
+	qsort(v, k, sizeof(suspect), by_rate);
+	*out = v;
+	return k;
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,7 +39,22 @@ usage(FILE *f)
 			"      --captures         list the statements that left memory behind, on every\n"
 			"                         server (heapprof.capture_min_growth)\n"
 			"      --setup            print what the server needs for profiling, as lines to\n"
-			"                         paste (heapprof_status()'s hint); nothing when ready\n\n"
+			"                         paste (heapprof_status()'s hint); nothing when ready\n"
+			"      --growth           list the leak suspects of the heap history every server\n"
+			"                         keeps (heapprof.history_interval): what grew steadily,\n"
+			"                         fastest first; with --merge, summed over the servers\n"
+			"      --timeline         write the heap history of one server as an SVG of its\n"
+			"                         fastest growers over time (to --output)\n\n"
+			"The heap history (--growth, --timeline; servers at 1.4 or later):\n"
+			"      --since=INTERVAL   the window up to now, a SQL interval (default 1 hour)\n"
+			"      --per-process      --growth: each process's suspects, with its pid\n"
+			"      --min-rate=BYTES   --growth: the least growth per hour that counts\n"
+			"                         (default 1MB; a number of bytes, or with kB, MB, GB, TB)\n"
+			"      --kinds=KIND       --growth: function, query, context, heap (the whole\n"
+			"                         sampled heap) or all (the default: all but heap)\n"
+			"      --kind=KIND        --timeline: function (default), query, context or heap\n"
+			"      --series=N         --timeline: draw the N fastest growers (1 to 50, default 8)\n"
+			"                         (--pid with --timeline: one process's history)\n\n"
 			"What to report (default: what the chosen processes hold now):\n"
 			"      --peak             the profile taken when the process held the most\n"
 			"      --allocations=SECONDS  what the process allocates during a window of\n"
@@ -87,8 +103,11 @@ usage(FILE *f)
 			"svg format is Graphviz's drawing of the dot graph when \"dot\" is installed,\n"
 			"else the flame graph.  Needs the heapprof extension in the database, and\n"
 			"heapprof in shared_preload_libraries to reach other processes.  Exit status:\n"
-			"0 when every server and process answered, 1 otherwise, 2 for bad arguments.\n",
-			progname, progname);
+			"0 when every server and process answered, 1 otherwise, 2 for bad arguments.\n\n"
+			"The heap history, for example:\n"
+			"  %s -d 'host=db1' -d 'host=db2' --growth --merge --since '6 hours'\n"
+			"  %s --timeline --since '1 day' -o timeline.svg\n",
+			progname, progname, progname, progname);
 }
 
 /* Is type one of list's comma-separated types ("all": every type)? */
@@ -182,6 +201,45 @@ window_arg(const char *arg)
 	return arg;
 }
 
+/*
+ * --min-rate: bytes per hour, a number as pg_size_bytes reads it (digits, a
+ * fraction, and a unit: bytes, kB, MB, GB or TB, in any case).
+ */
+static const char *
+min_rate_arg(const char *arg)
+{
+	static const char *const units[] = {"", "bytes", "kb", "mb", "gb", "tb"};
+	size_t		whole = strspn(arg, "0123456789");
+	const char *rest = arg + whole;
+	size_t		frac = 0;
+
+	if (*rest == '.')
+	{
+		frac = strspn(rest + 1, "0123456789");
+		rest += 1 + frac;
+	}
+	rest += strspn(rest, " ");
+	if (whole > 0 && whole + frac <= 18)
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (strcasecmp(rest, units[i]) == 0)
+				return arg;
+	bad_usage("--min-rate must be a number of bytes per hour, alone or with kB, MB, GB or TB (e.g. 1048576 or 1MB), not \"%s\"",
+			  arg);
+}
+
+/* --kinds and --kind: the kinds of the heap history's names (and for --kinds, all) */
+static const char *
+kind_arg(const char *option, const char *arg, bool all)
+{
+	static const char *const kinds[] = {"function", "query", "context", "heap", "all"};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) - !all; i++)
+		if (strcmp(arg, kinds[i]) == 0)
+			return arg;
+	bad_usage("%s takes %s, not \"%s\"", option,
+			  all ? "function, query, context, heap or all" : "function, query, context or heap", arg);
+}
+
 static void
 action_arg(cli_opts *o, raw_args *r, int c, const char *arg)
 {
@@ -199,6 +257,14 @@ action_arg(cli_opts *o, raw_args *r, int c, const char *arg)
 			break;
 		case 14:
 			o->action = ACT_SETUP;
+			r->listed = false;
+			break;
+		case 15:
+			o->action = ACT_GROWTH;
+			r->listed = false;
+			break;
+		case 16:
+			o->action = ACT_TIMELINE;
 			r->listed = false;
 			break;
 		case 'r':
@@ -298,6 +364,29 @@ other_arg(cli_opts *o, raw_args *r, int c, const char *arg)
 			if (strspn(arg, "0123456789") != strlen(arg) || strlen(arg) == 0 || strlen(arg) > 6)
 				bad_usage("invalid --connect-timeout \"%s\"", arg);
 			r->timeout = arg;
+			break;
+		case 18:
+			if (arg[0] == '\0' || strlen(arg) > 100)
+				bad_usage("--since takes an interval, as SQL writes one (e.g. '1 hour' or '30 min')");
+			o->since = arg;
+			break;
+		case 19:
+			o->per_process = true;
+			break;
+		case 20:
+			o->min_rate = min_rate_arg(arg);
+			break;
+		case 21:
+			o->kinds = kind_arg("--kinds", arg, true);
+			break;
+		case 22:
+			o->kind = kind_arg("--kind", arg, false);
+			break;
+		case 23:
+			if (strspn(arg, "0123456789") != strlen(arg) || strlen(arg) == 0 || strlen(arg) > 2 ||
+				atoi(arg) < 1 || atoi(arg) > 50)
+				bad_usage("--series must be a number of lines between 1 and 50, not \"%s\"", arg);
+			o->series = arg;
 			break;
 		default:
 			return false;
@@ -441,6 +530,70 @@ output_directory(cli_opts *o)
 	exit(2);
 }
 
+/*
+ * --growth and --timeline read the heap history the server keeps: no
+ * process is chosen (but --timeline's --pid) and no report option applies.
+ * Their defaults are the SQL functions' own.
+ */
+static void
+check_history(cli_opts *o, int nsv)
+{
+	bool		growth = o->action == ACT_GROWTH;
+	const char *act = growth ? "--growth" : "--timeline";
+	const struct
+	{
+		bool		given;
+		const char *name;
+		const char *why;		/* NULL: none */
+	}			other[] = {
+		{o->format != NULL, "--report", growth ? "it prints a table" : "it writes an SVG"},
+		{o->peak, "--peak", NULL},
+		{o->window != NULL, "--allocations", NULL},
+		{o->stored != NULL, "--stored", NULL},
+		{o->type != NULL, "--backend-type", NULL},
+		{o->base_type != NULL, "--base-type", NULL},
+		{o->group_by != NULL, "--group-by", growth ? "--kinds chooses the kind of names" : "--kind chooses the kind of names"},
+		{o->drop_negative, "--drop-negative", NULL},
+		{o->objects, "--objects", NULL},
+		{strcmp(o->fold, "false") == 0, "--nofold", NULL},
+		{o->focus != NULL, "--focus", NULL},
+		{o->ignore != NULL, "--ignore", NULL},
+		{o->client_symbols, "--client-symbols", NULL},
+		{growth && o->pid != NULL, "--pid", "--per-process names each suspect's process"},
+		{growth && o->output != NULL, "--output", "its table goes to standard output"},
+		{growth && o->kind != NULL, "--kind", "--kinds chooses the kind of names"},
+		{growth && o->series != NULL, "--series", "that is --timeline's"},
+		{!growth && o->merge, "--merge", "it draws the history of one server"},
+		{!growth && o->per_process, "--per-process", "--pid draws one process's history"},
+		{!growth && o->min_rate != NULL, "--min-rate", "it draws the fastest growers, --series of them"},
+		{!growth && o->kinds != NULL, "--kinds", "--kind chooses the kind of names"},
+	};
+
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		if (other[i].given)
+			bad_usage("%s reads the heap history the server keeps; it takes no %s%s%s", act, other[i].name,
+					  other[i].why ? ": " : "", other[i].why ? other[i].why : "");
+	if (!growth && nsv > 1)
+		bad_usage("--timeline draws the heap history of one server; give one server (for several, --growth --merge)");
+	if (growth && o->merge && o->per_process)
+		bad_usage("--per-process lists each process's suspects, --merge sums each name's over the servers: choose one");
+	if (!growth && o->output && o->output[0] && o->output[strlen(o->output) - 1] == '/')
+		bad_usage("--output \"%s\" names a directory, and the timeline is one file: name the file", o->output);
+	if (o->since == NULL)
+		o->since = "1 hour";
+	if (o->min_rate == NULL)
+		o->min_rate = "1048576";
+	if (o->kinds == NULL)
+		o->kinds = "all";
+	if (o->kind == NULL)
+		o->kind = "function";
+	if (o->series == NULL)
+		o->series = "8";
+	/* how write.c puts it: a document, through the terminal sink on a terminal */
+	if (!growth)
+		o->format = "timeline";
+}
+
 /* The whole command line; exits on misuse (2), --help and --version (0). */
 static void
 check(cli_opts *o, const raw_args *r)
@@ -453,6 +606,16 @@ check(cli_opts *o, const raw_args *r)
 		fprintf(stderr, "%s: hint: use dot, svg, flamegraph, collapsed, pprof, raw, text or top\n", progname);
 		exit(2);
 	}
+	if (HISTORY_ACTION(o->action))
+	{
+		check_history(o, nsv);
+		return;
+	}
+	if (o->since || o->per_process || o->min_rate || o->kinds)
+		bad_usage("%s goes with --growth%s", o->since ? "--since" : o->per_process ? "--per-process" :
+				  o->min_rate ? "--min-rate" : "--kinds", o->since ? " or --timeline" : "");
+	if (o->kind || o->series)
+		bad_usage("%s goes with --timeline", o->kind ? "--kind" : "--series");
 	if (o->action == ACT_SETUP && (nsv > 1 || o->pid || o->type || o->format || o->window || o->stored || o->peak))
 		bad_usage("--setup takes one server and no process or report options");
 	check_modifier(o, r, nsv);
@@ -498,6 +661,14 @@ parse_options(int argc, char **argv, cli_opts *o)
 		{"seconds", required_argument, NULL, 's'},
 		{"captures", no_argument, NULL, 10},
 		{"setup", no_argument, NULL, 14},
+		{"growth", no_argument, NULL, 15},
+		{"timeline", no_argument, NULL, 16},
+		{"since", required_argument, NULL, 18},
+		{"per-process", no_argument, NULL, 19},
+		{"min-rate", required_argument, NULL, 20},
+		{"kinds", required_argument, NULL, 21},
+		{"kind", required_argument, NULL, 22},
+		{"series", required_argument, NULL, 23},
 		{"peak", no_argument, NULL, 11},
 		{"allocations", required_argument, NULL, 12},
 		{"stored", required_argument, NULL, 13},
@@ -540,7 +711,7 @@ parse_options(int argc, char **argv, cli_opts *o)
 	o->fold = "true";
 	while ((c = getopt_long(argc, argv, "lexr:s:P:t:mo:d:f:h:p:U:wWV?", longopts, NULL)) != -1)
 	{
-		if (strchr("lexrs", c) || c == 10 || c == 14)
+		if (strchr("lexrs", c) || c == 10 || c == 14 || c == 15 || c == 16)
 			action_arg(o, &r, c, optarg);
 		else if (c == 'V')
 		{

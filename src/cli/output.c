@@ -1,8 +1,8 @@
 /*
  * output.c -- everything pg_heapprof prints and writes, from the main
  * thread once every server has answered: messages, the tables of --list,
- * --captures and --setup, and each process's report as a file or on
- * standard output (through write.c).
+ * --captures, --setup and --growth, and each process's report (and
+ * --timeline's SVG) as a file or on standard output (through write.c).
  *
  * A report is the server's rendering, or with --client-symbols the
  * engine's rendering here of the process's raw dump (named from this
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli_engine.h"
 #include "fold_names.h"
@@ -301,6 +302,118 @@ list_captures(const fleet *f)
 	}
 }
 
+#define GROWTH_LINE "%-8s %14s %14s %-7s %10s %-19s %14s %9s"
+#define GROWTH_PROCESS " %10s %-19s"
+
+/* A time of the heap history (Unix seconds) in this machine's time zone; "" for none. */
+static const char *
+when(const char *epoch, bool null, char *buf, size_t size)
+{
+	double		t = strtod(epoch, NULL);
+	time_t		secs;
+	struct tm	tm;
+
+	buf[0] = '\0';
+	if (null || !isfinite(t) || t < 0 || t > 253402300799.0)
+		return buf;
+	secs = (time_t) t;
+	if (localtime_r(&secs, &tm) == NULL || strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		buf[0] = '\0';
+	return buf;
+}
+
+/* outside_contexts as a word */
+static const char *
+yes_no(const PGresult *res, int row, int col)
+{
+	const char *v = cell(res, row, col);
+
+	return strcmp(v, "t") == 0 ? "yes" : strcmp(v, "f") == 0 ? "no" : shown(res, row, col);
+}
+
+static void
+growth_header(bool per_process, bool merged)
+{
+	printf(GROWTH_LINE, "kind", "bytes/hour", "outside/hour", "outside", "steadiness", "growing since",
+		   "bytes", "processes");
+	if (per_process)
+		printf(GROWTH_PROCESS, "pid", "backend start");
+	if (merged)
+		printf(" %7s  %s\n", "servers", "name");
+	else
+		printf("  %-24s %s\n", "server", "name");
+}
+
+/*
+ * --growth: heapprof_growth()'s suspects, fastest first, in one table over
+ * every server as --captures has them, the server before the name (any
+ * bytes: a symbol, a memory context, a statement's queryid); a server that
+ * did not answer has a row saying so.
+ */
+static void
+list_growth(const fleet *f)
+{
+	const cli_opts *o = f->sv[0].o;
+
+	growth_header(o->per_process, false);
+	for (int i = 0; i < f->n; i++)
+	{
+		const server *s = &f->sv[i];
+		const PGresult *res = s->procs;
+
+		if (res == NULL)
+		{
+			printf(GROWTH_LINE, PQstatus(s->conn) == CONNECTION_OK ? "(error)" : "(unreachable)",
+				   "", "", "", "", "", "", "");
+			if (o->per_process)
+				printf(GROWTH_PROCESS, "", "");
+			printf("  %-24s %s\n", hp_cli_shown(s->label, false), "");
+			continue;
+		}
+		for (int r = 0; r < PQntuples(res); r++)
+		{
+			char		steady[32];
+			char		since[32];
+			char		start[32];
+
+			snprintf(steady, sizeof(steady), "%.2f", strtod(cell(res, r, G_STEADINESS), NULL));
+			printf(GROWTH_LINE, shown(res, r, G_KIND), shown(res, r, G_RATE), shown(res, r, G_OUTSIDE_RATE),
+				   yes_no(res, r, G_OUTSIDE), steady,
+				   when(cell(res, r, G_SINCE), PQgetisnull(res, r, G_SINCE), since, sizeof(since)),
+				   shown(res, r, G_BYTES), shown(res, r, G_PROCESSES));
+			if (o->per_process)
+				printf(GROWTH_PROCESS, shown(res, r, G_PID),
+					   when(cell(res, r, G_START), PQgetisnull(res, r, G_START), start, sizeof(start)));
+			printf("  %-24s %s\n", hp_cli_shown(s->label, false), shown(res, r, G_NAME));
+		}
+	}
+}
+
+/* --growth --merge: one suspect per kind and name over every server that answered (merge.c). */
+static void
+list_growth_merged(const fleet *f)
+{
+	suspect    *v;
+	size_t		n = merge_growth(f, &v);
+
+	growth_header(false, true);
+	for (size_t i = 0; i < n; i++)
+	{
+		char		rate[24], outside[24], steady[32], since[32], bytes[24], procs[24], epoch[64];
+
+		snprintf(rate, sizeof(rate), "%lld", v[i].rate);
+		snprintf(outside, sizeof(outside), "%lld", v[i].outside_rate);
+		snprintf(steady, sizeof(steady), "%.2f", v[i].steadiness);
+		snprintf(epoch, sizeof(epoch), "%.6f", v[i].since);
+		snprintf(bytes, sizeof(bytes), "%lld", v[i].bytes);
+		snprintf(procs, sizeof(procs), "%lld", v[i].processes);
+		printf(GROWTH_LINE, hp_cli_shown(v[i].kind, false), rate, outside, v[i].outside ? "yes" : "no", steady,
+			   when(epoch, isnan(v[i].since), since, sizeof(since)), bytes, procs);
+		printf(" %7d  %s\n", v[i].servers, hp_cli_shown(v[i].name, false));
+	}
+	free(v);
+}
+
 /*
  * --setup: heapprof_status()'s hint on standard output exactly as the
  * server wrote it (psql's aligned output adds a "+" to every line, which
@@ -368,6 +481,10 @@ print_results(const fleet *f)
 		list_captures(f);
 	else if (o->action == ACT_SETUP)
 		print_setup(&f->sv[0]);
+	else if (o->action == ACT_GROWTH && o->merge)
+		list_growth_merged(f);
+	else if (o->action == ACT_GROWTH)
+		list_growth(f);
 	else if (o->merge)
 		ok = write_merged(f);
 	else
@@ -379,7 +496,7 @@ print_results(const fleet *f)
 
 				if (t->res == NULL)
 					continue;
-				if (o->action == ACT_REPORT || o->action == ACT_LEAK)
+				if (o->action == ACT_REPORT || o->action == ACT_LEAK || o->action == ACT_TIMELINE)
 					ok &= write_report(s, t);
 				else if (t->type == NULL)
 					printf("profiling of process %s is %s\n", t->pid,

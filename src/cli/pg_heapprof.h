@@ -6,9 +6,10 @@
  * is a member of a fleet that connects and asks its server in a thread of
  * its own (connect.c: one server; fleet.c: the threads and the operations);
  * then the main thread prints and writes what they brought back (output.c;
- * merge.c sums stacks for --merge; cli_engine.c renders --client-symbols
- * with the engine, as heapprof-report does; write.c knows the formats and
- * puts a report's bytes in a file, through Graphviz for svg).  One server
+ * merge.c sums stacks for --merge, and the servers' leak suspects for
+ * --growth --merge; cli_engine.c renders --client-symbols with the engine,
+ * as heapprof-report does; write.c knows the formats and puts a report's
+ * bytes in a file, through Graphviz for svg).  One server
  * is a fleet of one, so each operation exists once.  common.c, which every
  * stage uses, uses none of them: the stages form no circle.
  */
@@ -31,8 +32,13 @@ typedef enum cli_action
 	ACT_REPORT,
 	ACT_LEAK,					/* --seconds */
 	ACT_CAPTURES,
-	ACT_SETUP
+	ACT_SETUP,
+	ACT_GROWTH,					/* --growth: leak suspects from the heap history */
+	ACT_TIMELINE				/* --timeline: the heap history as an SVG */
 } cli_action;
+
+/* The actions that read the heap history the server keeps (extension 1.4). */
+#define HISTORY_ACTION(a) ((a) == ACT_GROWTH || (a) == ACT_TIMELINE)
 
 /* The command line, validated; read (never written) by every thread. */
 typedef struct cli_opts
@@ -58,6 +64,13 @@ typedef struct cli_opts
 	const char *stored;			/* --stored: a stored profile's name */
 	const char *output;			/* a file, or with per-process reports a directory */
 	int			seconds;		/* --seconds (leak mode) */
+	/* --growth and --timeline: their arguments as SQL takes them */
+	const char *since;			/* --since: an interval */
+	bool		per_process;	/* --per-process */
+	const char *min_rate;		/* --min-rate: bytes per hour, as pg_size_bytes reads it */
+	const char *kinds;			/* --kinds: growth's kind, or all */
+	const char *kind;			/* --kind: the timeline's kind */
+	const char *series;			/* --series: the timeline's lines, 1 to 50 */
 	/* connections */
 	const char *keywords[8];	/* common to every server */
 	const char *values[8];
@@ -96,7 +109,7 @@ typedef struct server
 	char		schema[2 * 64 + 3]; /* the extension's, quoted */
 	const char *stored_arg;		/* the reports' stored-profile argument's name */
 	problem		pr;				/* could not connect, no extension, ... */
-	PGresult   *procs;			/* heapprof_backends(), captures or status rows */
+	PGresult   *procs;			/* heapprof_backends(), captures, status or growth rows */
 	target	   *t;
 	int			nt;
 	pthread_t	thread;
@@ -107,6 +120,31 @@ typedef struct fleet
 	server	   *sv;
 	int			n;
 } fleet;
+
+/*
+ * A leak suspect of --growth --merge: one (kind, name) summed over the
+ * servers it grows on; kind and name point into their results.
+ */
+typedef struct suspect
+{
+	const char *kind;
+	const char *name;
+	long long	rate;			/* bytes_per_hour */
+	long long	outside_rate;	/* outside_bytes_per_hour */
+	bool		outside;		/* outside_contexts */
+	double		steadiness;
+	double		since;			/* growing_since, Unix seconds; NAN: none */
+	long long	bytes;
+	long long	processes;
+	int			servers;
+} suspect;
+
+/* The columns of heapprof_growth's rows as fleet.c asks for them. */
+enum
+{
+	G_KIND, G_NAME, G_RATE, G_OUTSIDE, G_OUTSIDE_RATE, G_STEADINESS, G_SINCE, G_BYTES, G_PROCESSES,
+	G_PID, G_START
+};
 
 /* A line of a top report, as output.c and merge.c print it. */
 #define TOP_LINE "%4s %14s %7s %14s %7s  %s\n"
@@ -153,6 +191,7 @@ extern void fleet_free(fleet *f);
 /* merge.c */
 extern double *merge_totals(const fleet *f, double *sum);
 extern bool write_merged(const fleet *f);
+extern size_t merge_growth(const fleet *f, suspect **out);
 
 /* output.c */
 extern bool report_problem(const problem *pr, const char *where);

@@ -18,11 +18,12 @@
 /*
  * The formats, their files' extensions, and what they are: "t" lines for
  * people (every field passed the terminal sink), "d" a document of text,
- * "b" bytes that no terminal should receive.
+ * "b" bytes that no terminal should receive.  The last, timeline, is
+ * --timeline's SVG, no format of --report.
  */
 static const char *const formats[][3] = {{"dot", "dot", "d"}, {"svg", "svg", "d"}, {"flamegraph", "svg", "d"},
 {"collapsed", "collapsed", "t"}, {"pprof", "pb.gz", "b"}, {"raw", "heap", "b"}, {"text", "txt", "t"},
-{"top", "top", "t"}};
+{"top", "top", "t"}, {"timeline", "svg", "d"}};
 
 static const char *
 format_kind(const char *format)
@@ -42,7 +43,7 @@ terminal_format(const char *format)
 bool
 report_format_known(const char *format)
 {
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]) - 1; i++)
 		if (strcmp(formats[i][0], format) == 0)
 			return true;
 	return false;

@@ -310,6 +310,26 @@ hpg_analysis_end(hp_result *r)
 		drop_symbolizer();
 }
 
+hp_arena *
+hpg_engine_begin(void)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof analysis",
+											  ALLOCSET_DEFAULT_SIZES);
+	analysis   *an = MemoryContextAllocZero(cxt, sizeof(analysis));
+
+	an->cxt = cxt;
+	env_init(&an->env, an);
+	an->env.limit = (size_t) report_memory_limit_kb * 1024;
+	hp_arena_init(&an->arena, &an->env);
+	return &an->arena;
+}
+
+void
+hpg_engine_end(hp_arena *a)
+{
+	MemoryContextDelete(((analysis *) ((char *) a - offsetof(analysis, arena)))->cxt);
+}
+
 void
 hpg_analysis_index_store(const hp_index_store *st, void (*settle) (void))
 {

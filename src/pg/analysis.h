@@ -48,6 +48,15 @@ extern void hpg_summarize(const char *text, int len, int64 *bytes, int64 *stacks
 extern void hpg_recent_heap(const StringInfo json, int64 from_ns, int64 to_ns, hp_recent_pick pick,
 							StringInfo out, hp_recent_stats *st);
 /*
+ * The engine without a dump (the history's ticks): an arena of its own
+ * "heapprof analysis" context, a child of the current one, bounded by
+ * heapprof.report_memory_limit; hpg_engine_end frees it (an ERROR frees it
+ * with its parent).
+ */
+extern hp_arena *hpg_engine_begin(void);
+extern void hpg_engine_end(hp_arena *a);
+
+/*
  * Where symbolizers find and keep shared symbol indexes (symindex.c, at
  * _PG_init); settle is called after every analysis, however it ended.
  */

@@ -21,6 +21,7 @@
 #include "utils/timestamp.h"
 
 #include "analysis.h"
+#include "collector.h"
 #include "errors.h"
 #include "exitdump.h"
 #include "fold.h"
@@ -87,6 +88,7 @@ _PG_init(void)
 	hpg_peak_init();
 	hpg_labels_init();
 	hpg_store_gucs();
+	hpg_collector_init();
 	DefineCustomBoolVariable("heapprof.enable_at_start",
 							 "Client backends start with heap profiling active.",
 							 "For exit dumps of every session. Needs shared_preload_libraries = 'heapprof'.",

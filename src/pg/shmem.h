@@ -78,12 +78,29 @@ typedef struct hpg_published
 	uint32		rings;
 } hpg_published;
 
+/*
+ * What the history's collector (collector.c) last did, for
+ * heapprof_collector(): it alone writes it.
+ */
+typedef struct hpg_collector_state
+{
+	int			pid;			/* 0 when not running */
+	TimestampTz last_tick;		/* the last tick kept */
+	int			processes;		/* asked at it */
+	int			answered;		/* of them, in the tick */
+	int64		tick_bytes;		/* its file's size */
+	int64		ticks;			/* kept since the collector started */
+	TimestampTz error_at;		/* the last failure, 0 if none */
+	char		error[256];
+} hpg_collector_state;
+
 typedef struct hpg_shared
 {
 	slock_t		mutex;
 	ConditionVariable cv;		/* broadcast when a slot is answered or freed */
 	uint64		next_seq;
 	hpg_slot	slots[HPG_NSLOTS];
+	hpg_collector_state collector;
 	int			nprocs;
 	hpg_published procs[FLEXIBLE_ARRAY_MEMBER];
 } hpg_shared;

@@ -7,8 +7,9 @@
  * session or a process that has exited: persisted snapshots live in
  * $PGDATA/heapprof/snapshots/NAME.heap, exit dumps in heapprof/dumps,
  * statement captures in heapprof/captures, each process's peak in
- * heapprof/peaks, and the objects' symbol indexes (symindex.c) in
- * heapprof/symbols.  A stored profile starts with a metadata line
+ * heapprof/peaks, the objects' symbol indexes (symindex.c) in
+ * heapprof/symbols, and the heap history's ticks (collector.c) in
+ * heapprof/history.  A stored profile starts with a metadata line
  * (engine/format.h) naming its owner: the role that took a snapshot, the
  * login role of an exiting backend.  Reading one takes the privileges of
  * its owner, the rule pg_signal_backend uses.
@@ -66,7 +67,8 @@
 #include "store.h"
 #include "engine/format.h"
 
-static const char *const store_dirs[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_PEAK_DIR, HPG_CAPTURE_DIR, HPG_SYMBOL_DIR};
+static const char *const store_dirs[] = {HPG_SNAPSHOT_DIR, HPG_EXIT_DIR, HPG_PEAK_DIR, HPG_CAPTURE_DIR,
+	HPG_SYMBOL_DIR, HPG_HISTORY_DIR};
 
 static shmem_startup_hook_type prev_shmem_startup_hook;
 static uint32 draft_seq;		/* the N of this process's next draft, tmp.PID.N */
@@ -826,8 +828,8 @@ hpg_store_room(const char *dir, const hpg_quota *q, Oid owner, bool super,
 	int64		cap_bytes = q->max_bytes;
 	bool		ok;
 
-	/* only the symbol indexes are nobody's: a writer without a role has no room */
-	if (owner == HPG_SHARED && strcmp(dir, HPG_SYMBOL_DIR) != 0)
+	/* only the symbol indexes and the history are nobody's: a writer without a role has no room */
+	if (owner == HPG_SHARED && strcmp(dir, HPG_SYMBOL_DIR) != 0 && strcmp(dir, HPG_HISTORY_DIR) != 0)
 		return EDQUOT;
 	n = scan_store(dir, owner, &files);
 	for (size_t i = 0; i < n; i++)

@@ -12,6 +12,7 @@
 #define HPG_PEAK_DIR HPG_STORE_DIR "/peaks"
 #define HPG_CAPTURE_DIR HPG_STORE_DIR "/captures"
 #define HPG_SYMBOL_DIR HPG_STORE_DIR "/symbols"
+#define HPG_HISTORY_DIR HPG_STORE_DIR "/history"
 #define HPG_SUFFIX ".heap"
 #define HPG_MAX_NAME 63
 /* Drafts are DIR/tmp.PID.N: never a profile name (no suffix), swept by pid. */

@@ -14,6 +14,17 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_hold_palloc' LANGUAGE C STRI
 CREATE FUNCTION heapprof_test_leak(bytes bigint)
 RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_leak' LANGUAGE C STRICT;
 
+-- A leak outside memory contexts (pg_stat_monitor issue #792): malloc `bytes`
+-- bytes through hpt_malloc_leak and never free them.  Returns the calls so far
+-- in this process.
+CREATE FUNCTION heapprof_test_malloc_leak(bytes integer)
+RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_malloc_leak' LANGUAGE C STRICT;
+
+-- Its twin that leaks nothing: malloc `bytes` bytes through hpt_malloc_twin
+-- and free them at once.  Returns the calls so far in this process.
+CREATE FUNCTION heapprof_test_malloc_twin(bytes integer)
+RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_malloc_twin' LANGUAGE C STRICT;
+
 -- Busy-loop for the given seconds without checking for interrupts, like
 -- code that does not reach CHECK_FOR_INTERRUPTS (for timeout tests).
 CREATE FUNCTION heapprof_test_spin(seconds float8)

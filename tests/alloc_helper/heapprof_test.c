@@ -31,12 +31,16 @@ void	   *hpt_outer(size_t size);
 void	   *hpt_palloc_leaf(size_t size);
 void	   *hpt_palloc_middle(size_t size);
 void	   *hpt_leak_top(size_t size);
+void	   *hpt_malloc_leak(size_t size);
+void		hpt_malloc_twin(size_t size);
 
 PG_FUNCTION_INFO_V1(heapprof_test_hold);
 PG_FUNCTION_INFO_V1(heapprof_test_hold_palloc);
 PG_FUNCTION_INFO_V1(heapprof_test_release);
 PG_FUNCTION_INFO_V1(heapprof_test_spin);
 PG_FUNCTION_INFO_V1(heapprof_test_leak);
+PG_FUNCTION_INFO_V1(heapprof_test_malloc_leak);
+PG_FUNCTION_INFO_V1(heapprof_test_malloc_twin);
 
 void *
 hpt_leaf_alloc(size_t size)
@@ -102,6 +106,64 @@ heapprof_test_leak(PG_FUNCTION_ARGS)
 				 errmsg("bytes must be between 1 and %zu", MaxAllocHugeSize)));
 	(void) hpt_leak_top((size_t) bytes);
 	PG_RETURN_INT64(bytes);
+}
+
+/*
+ * A leak outside memory contexts, as pg_stat_monitor's issue #792: malloc on
+ * every call, never freed, and no memory context knows of it.
+ */
+pg_noinline void *
+hpt_malloc_leak(size_t size)
+{
+	void	   *p = malloc(size);
+
+	if (p)
+		memset(p, 0x6c, size);	/* real pages, not only address space */
+	return p;
+}
+
+/* hpt_malloc_leak's twin that leaks nothing: malloc and free at once. */
+static void *volatile twin_last;	/* the pointer escapes: the pair stays */
+
+pg_noinline void
+hpt_malloc_twin(size_t size)
+{
+	void	   *p = malloc(size);
+
+	twin_last = p;
+	free(p);
+}
+
+static void
+check_malloc_bytes(int32 bytes)
+{
+	if (bytes <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bytes must be > 0")));
+}
+
+Datum
+heapprof_test_malloc_leak(PG_FUNCTION_ARGS)
+{
+	static int64 calls;
+	int32		bytes = PG_GETARG_INT32(0);
+
+	check_malloc_bytes(bytes);
+	if (hpt_malloc_leak((size_t) bytes) == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	PG_RETURN_INT64(++calls);
+}
+
+Datum
+heapprof_test_malloc_twin(PG_FUNCTION_ARGS)
+{
+	static int64 calls;
+	int32		bytes = PG_GETARG_INT32(0);
+
+	check_malloc_bytes(bytes);
+	hpt_malloc_twin((size_t) bytes);
+	PG_RETURN_INT64(++calls);
 }
 
 static void
