@@ -109,8 +109,10 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = pg_catalog.format('Name one or more, as in SELECT heapprof_grant(%L, ''own''). %s', role, list);
     END IF;
+    -- the workflows are heapprof_workflows()'s: no second list to forget one in
     SELECT w INTO bad FROM pg_catalog.unnest(workflows) AS w
-    WHERE w IS NULL OR w OPERATOR(pg_catalog.<>) ALL (ARRAY['own', 'leaks', 'processes', 'history', 'trusted', 'monitor'])
+    WHERE w IS NULL OR NOT EXISTS (SELECT FROM @extschema@.heapprof_workflows() f
+                                   WHERE f.workflow OPERATOR(pg_catalog.=) w)
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'unknown heapprof workflow "%"', bad
@@ -174,6 +176,39 @@ JOIN pg_catalog.pg_extension e
   ON e.oid OPERATOR(pg_catalog.=) d.refobjid
  AND e.extname OPERATOR(pg_catalog.=) 'heapprof'
 ORDER BY w.workflow, p.oid::pg_catalog.regprocedure::pg_catalog.text
+$$;
+
+-- heapprof_revoke(role) revokes every workflow, whatever workflows there are:
+-- its default was a list of the workflows of 1.1, which left a new one out.
+CREATE OR REPLACE FUNCTION @extschema@.heapprof_revoke(role text, VARIADIC workflows text[] DEFAULT NULL)
+RETURNS SETOF regprocedure
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    named text[] := COALESCE(workflows,
+        ARRAY(SELECT DISTINCT w.workflow FROM @extschema@.heapprof_workflows() w));
+    r pg_catalog.regrole := @extschema@.heapprof_grant_check(role, named);
+    f pg_catalog.regprocedure;
+BEGIN
+    DELETE FROM @extschema@.heapprof_grants g
+    WHERE (g.role OPERATOR(pg_catalog.=) r AND g.workflow OPERATOR(pg_catalog.=) ANY (named))
+       OR NOT EXISTS (SELECT FROM pg_catalog.pg_roles a WHERE a.oid OPERATOR(pg_catalog.=) g.role);
+    FOR f IN SELECT DISTINCT w.function FROM @extschema@.heapprof_workflows() w,
+                    pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+             WHERE w.workflow OPERATOR(pg_catalog.=) ANY (named)
+               AND p.oid OPERATOR(pg_catalog.=) w.function AND a.grantee OPERATOR(pg_catalog.=) r
+               -- what this REVOKE removes: the owner's grant, not another grantor's
+               AND a.grantor OPERATOR(pg_catalog.=) p.proowner
+             EXCEPT
+             SELECT w.function FROM @extschema@.heapprof_workflows() w
+             JOIN @extschema@.heapprof_grants g ON g.workflow OPERATOR(pg_catalog.=) w.workflow
+             WHERE g.role OPERATOR(pg_catalog.=) r
+             ORDER BY 1 LOOP
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM %I', f, role);
+        RETURN NEXT f;
+    END LOOP;
+END
 $$;
 
 -- Every workflow holder gets what its workflows now name.  GRANT in an

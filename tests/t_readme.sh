@@ -78,7 +78,8 @@ psql -X -q -d "$db" -c "CREATE EXTENSION heapprof_test" -c "SET application_name
 APP_PID=$!
 app=$(wait_query "myapp" 10 "SELECT pid FROM pg_stat_activity WHERE application_name = 'myapp'")
 # the heap history's examples read a history in which myapp grows
-q -c "ALTER SYSTEM SET heapprof.history_interval = '1s'" -c "SELECT pg_reload_conf()" \
+DB=$db q -c "CREATE EXTENSION IF NOT EXISTS heapprof" -c "ALTER SYSTEM SET heapprof.history_interval = '1s'" \
+	-c "SELECT pg_reload_conf()" \
 	-c "SELECT heapprof_enable(pid => $app)" >/dev/null
 DB=$db wait_query "myapp's growth in the history" 30 "SELECT 1 FROM heapprof_growth() LIMIT 1" >/dev/null
 
