@@ -367,6 +367,18 @@ functions_first(hp_suspect *rows, size_t n)
 	}
 }
 
+/* The suspects of o's window among the processes the caller may see (all: every one), functions first. */
+static size_t
+suspects(hp_arena *a, const hp_growth_options *o, bool all, hp_suspect **rows)
+{
+	size_t		n;
+	hp_hist_tick *ticks = load(a, o->from, o->to, GROWTH_TICKS, all, 0, &n);
+	size_t		nrows = hp_growth(a, ticks, n, o, rows);
+
+	functions_first(*rows, nrows);
+	return nrows;
+}
+
 static void
 put_suspect(ReturnSetInfo *rsinfo, const hp_suspect *s, bool per_process)
 {
@@ -398,8 +410,6 @@ heapprof_growth(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	hp_growth_options o = {0};
 	hp_arena   *a;
-	hp_hist_tick *ticks;
-	size_t		n;
 	hp_suspect *rows;
 	size_t		nrows;
 
@@ -414,9 +424,7 @@ heapprof_growth(PG_FUNCTION_ARGS)
 	o.kinds = kinds_arg(fcinfo, 3);
 	InitMaterializedSRF(fcinfo, 0);
 	a = hpg_engine_begin();
-	ticks = load(a, o.from, o.to, GROWTH_TICKS, false, 0, &n);
-	nrows = hp_growth(a, ticks, n, &o, &rows);
-	functions_first(rows, nrows);
+	nrows = suspects(a, &o, false, &rows);
 	for (size_t i = 0; i < nrows; i++)
 		put_suspect(rsinfo, &rows[i], o.per_process);
 	hpg_engine_end(a);
@@ -632,8 +640,6 @@ heapprof_metrics_growth(PG_FUNCTION_ARGS)
 	hp_growth_options o = {0};
 	int			top;
 	hp_arena   *a;
-	hp_hist_tick *ticks;
-	size_t		n;
 	hp_suspect *rows;
 	size_t		nrows;
 
@@ -643,9 +649,7 @@ heapprof_metrics_growth(PG_FUNCTION_ARGS)
 	o.min_rate = HPG_GROWTH_MIN_RATE;
 	InitMaterializedSRF(fcinfo, 0);
 	a = hpg_engine_begin();
-	ticks = load(a, o.from, o.to, GROWTH_TICKS, true, 0, &n);
-	nrows = hp_growth(a, ticks, n, &o, &rows);
-	functions_first(rows, nrows);
+	nrows = suspects(a, &o, true, &rows);
 	for (size_t i = 0; i < nrows && i < (size_t) top; i++)
 	{
 		Datum		values[4];
