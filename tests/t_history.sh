@@ -23,7 +23,10 @@
 #    no file read is half-written; planted files (a FIFO, a directory, a
 #    link, a cut-off tick) are skipped with a warning; a folder the
 #    collector cannot write is reported by heapprof_collector() and in the
-#    log, and the server goes on.
+#    log, and the server goes on; so is a tick over
+#    heapprof.report_memory_limit, the collector staying; a history folder
+#    replaced by a link is read by no one; windows beyond 100 years, empty
+#    or negative are refused.
 # HP_HISTORY_LONG=1 (default on PostgreSQL 15): the issue's run, 150 s at a
 # 10 s interval; otherwise 40 s at 2 s.
 set -euo pipefail
@@ -194,5 +197,29 @@ grep -q "heapprof history: could not keep a tick" "$HP_SCRATCH/history/server.lo
 n=$(q -c "SELECT ticks FROM heapprof_collector()")
 wait_query "ticks again" 20 "SELECT 1 FROM heapprof_collector() WHERE ticks > $n" >/dev/null ||
 	fail "the collector did not resume"
+
+# 8. a tick over heapprof.report_memory_limit is reported and lost, never the
+# collector; a folder replaced by a link is read by no one; windows are
+# checked before any arithmetic
+collector=$(q -c "SELECT pid FROM heapprof_collector()")
+q -c "SELECT heapprof_test_malloc_leak(4096), pg_sleep($((interval * 4)))" >/dev/null &
+q -c "ALTER SYSTEM SET heapprof.report_memory_limit = '64kB'" -c "SELECT pg_reload_conf()" >/dev/null
+wait_query "a tick over the memory limit reported" $((interval * 4)) \
+	"SELECT 1 FROM heapprof_collector() WHERE error LIKE '%heapprof.report_memory_limit%' AND error_at > now() - interval '1 minute'" \
+	>/dev/null || fail "a tick over the memory limit: $(q -c 'SELECT * FROM heapprof_collector()')"
+q -c "ALTER SYSTEM RESET heapprof.report_memory_limit" -c "SELECT pg_reload_conf()" >/dev/null
+wait
+[ "$(q -c "SELECT pid FROM heapprof_collector()")" = "$collector" ] || fail "the collector ended over the memory limit"
+as_pg mv "$hist" "$hist.real"
+as_pg ln -s "$hist.real" "$hist"
+out=$(q -c "SELECT count(*) FROM heapprof_history()" 2>&1)
+grep -q 'is not a directory: nothing in it is read' <<<"$out" && [ "$(tail -n 1 <<<"$out")" = 0 ] ||
+	fail "a linked history folder was read: $out"
+as_pg rm "$hist"
+as_pg mv "$hist.real" "$hist"
+for bad in "'2147483647 days'" "'1200 months 2147483647 days'" "'-1 hours'" "'101 years'"; do
+	expect_error 22023 -c "SELECT count(*) FROM heapprof_history($bad)" || fail "since => $bad"
+done
+q -c "SELECT count(*) FROM heapprof_growth(since => '-1 days 48 hours')" >/dev/null || fail "since => '-1 days 48 hours' (a day)"
 echo "leak: heapprof_growth() $((got / 1048576)) MB/h, truly $((true_rate / 1048576)) MB/h ($calls calls in $dur s); " \
 	"timeline $(wc -l <"$w/drawn") points = heapprof_history(); Prometheus names hpt_malloc_leak; history kept across restarts"

@@ -109,8 +109,10 @@ other_pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'autovac
 	while read -r f; do
 		case $f in
 			heapprof_status | heapprof_backends | heapprof_requests | heapprof_snapshots | heapprof_dumps | heapprof_stored | heapprof_queries | heapprof_query_bytes | \
-				heapprof_captures | heapprof_objects)
+				heapprof_captures | heapprof_objects | heapprof_history | heapprof_growth | heapprof_collector | \
+				heapprof_metrics_heap | heapprof_metrics_functions | heapprof_metrics_growth)
 				echo "SELECT * FROM $f();" ;;
+			heapprof_dump_timeline) echo "SELECT $f();" ;;
 			heapprof_enable | heapprof_forget_symbols) echo "SELECT $f();" ;;
 			heapprof_disable | heapprof_reset | heapprof_drop_snapshot) ;;	# last, below
 			heapprof_top | heapprof_stacks | heapprof_peak)

@@ -135,8 +135,8 @@ needs_escape(unsigned char c)
  * character that does not fit (a C++ symbol can be longer; the reader
  * refuses more, and a file refused is a tick lost).
  */
-static size_t
-text_len(const char *s)
+size_t
+hp_hist_text_len(const char *s)
 {
 	size_t		len = 0;
 
@@ -209,17 +209,17 @@ hp_hist_write(hp_buf *out, const hp_hist_tick *t)
 
 		hp_buf_printf(out, "p %ld %lld %lu %lu %zu ", (long) p->pid, (long long) p->start,
 					  (unsigned long) p->role, (unsigned long) p->database, p->nrows);
-		put_text(out, p->backend_type, text_len(p->backend_type));
+		put_text(out, p->backend_type, hp_hist_text_len(p->backend_type));
 		hp_buf_append(out, " ", 1);
-		put_text(out, p->application, text_len(p->application));
+		put_text(out, p->application, hp_hist_text_len(p->application));
 		hp_buf_append(out, " ", 1);
-		put_text(out, p->encoding, text_len(p->encoding));
+		put_text(out, p->encoding, hp_hist_text_len(p->encoding));
 		hp_buf_append(out, "\n", 1);
 		for (size_t k = 0; k < p->nrows; k++)
 		{
 			const hp_hist_row *r = &p->rows[k];
 			const char *s = r->name ? r->name : "";
-			size_t		len = text_len(s);
+			size_t		len = hp_hist_text_len(s);
 			bool		added;
 			size_t		idx = name_put(&tab, r->kind, s, len, &added);
 

@@ -68,7 +68,17 @@ typedef struct hp_hist_tick
 extern void hp_hist_summarize(hp_arena *a, const hp_profile *p, const hp_graph *g, size_t top,
 							  hp_hist_proc *out);
 
+/* Copy from's rows (names included) into out's, in a: out of an analysis's memory into a tick's. */
+extern void hp_hist_copy_rows(hp_arena *a, const hp_hist_proc *from, hp_hist_proc *out);
+
 /* ---- the tick file (history.c): the one reader and writer of its format ---- */
+
+/*
+ * The bytes of a name a tick file keeps: at most 4096, cut before a UTF-8
+ * character that does not fit.  Summaries cut names so, so that two names
+ * alike in their first 4096 bytes are one row, never two the reader refuses.
+ */
+extern size_t hp_hist_text_len(const char *s);
 
 /* Append tick t as text to out. */
 extern void hp_hist_write(hp_buf *out, const hp_hist_tick *t);

@@ -33,7 +33,13 @@ static void
 add(hp_arena *a, tally *t, const char *name, int64_t bytes, int64_t outside)
 {
 	bool		added;
-	size_t		i = hp_map_put(&t->names, name, strlen(name) + 1, &added);
+	size_t		len = hp_hist_text_len(name);
+	size_t		i;
+
+	/* keyed as the file keeps it: a name cut is the name of its row */
+	if (name[len] != '\0')
+		name = hp_strndup(a, name, len);
+	i = hp_map_put(&t->names, name, len + 1, &added);
 
 	if (added)
 	{
@@ -145,4 +151,17 @@ hp_hist_summarize(hp_arena *a, const hp_profile *p, const hp_graph *g, size_t to
 	emit(a, &kinds[HP_HIST_FUNCTION], HP_HIST_FUNCTION, top, known, out, &cap);
 	emit(a, &kinds[HP_HIST_QUERY], HP_HIST_QUERY, top, known, out, &cap);
 	emit(a, &kinds[HP_HIST_CONTEXT], HP_HIST_CONTEXT, top, known, out, &cap);
+}
+
+void
+hp_hist_copy_rows(hp_arena *a, const hp_hist_proc *from, hp_hist_proc *out)
+{
+	out->rows = hp_alloc(a, (from->nrows ? from->nrows : 1) * sizeof(*out->rows));
+	out->nrows = from->nrows;
+	for (size_t i = 0; i < from->nrows; i++)
+	{
+		hp_work(a->env, 1);
+		out->rows[i] = from->rows[i];
+		out->rows[i].name = hp_strdup(a, from->rows[i].name);
+	}
 }

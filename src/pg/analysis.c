@@ -311,7 +311,7 @@ hpg_analysis_end(hp_result *r)
 }
 
 hp_arena *
-hpg_engine_begin(void)
+hpg_engine_begin(bool bounded)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "heapprof analysis",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -319,7 +319,7 @@ hpg_engine_begin(void)
 
 	an->cxt = cxt;
 	env_init(&an->env, an);
-	an->env.limit = (size_t) report_memory_limit_kb * 1024;
+	an->env.limit = bounded ? (size_t) report_memory_limit_kb * 1024 : 0;
 	hp_arena_init(&an->arena, &an->env);
 	return &an->arena;
 }

@@ -50,10 +50,11 @@ extern void hpg_recent_heap(const StringInfo json, int64 from_ns, int64 to_ns, h
 /*
  * The engine without a dump (the history's ticks): an arena of its own
  * "heapprof analysis" context, a child of the current one, bounded by
- * heapprof.report_memory_limit; hpg_engine_end frees it (an ERROR frees it
- * with its parent).
+ * heapprof.report_memory_limit (unless not bounded: what the caller keeps
+ * is bounded otherwise); hpg_engine_end frees it (an ERROR frees it with
+ * its parent).
  */
-extern hp_arena *hpg_engine_begin(void);
+extern hp_arena *hpg_engine_begin(bool bounded);
 extern void hpg_engine_end(hp_arena *a);
 
 /*

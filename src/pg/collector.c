@@ -106,7 +106,7 @@ unix_us(TimestampTz t)
 
 /* Keep what went wrong for heapprof_collector(), and say it in the log. */
 static void
-report(const char *fmt,...) pg_attribute_printf(1, 2);
+report(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 
 static void
 report(const char *fmt,...)
@@ -187,14 +187,21 @@ ask(hp_arena *a, target *t)
 		hp_options	o = HP_OPTIONS_DEFAULT;
 		hp_result  *r;
 
+		hp_arena   *scratch;
+		hp_hist_proc rows;
+
 		initStringInfo(&dump);
 		hpg_proc_dump((hpg_proc) {.self = false,.pid = t->pid}, &dump, true,
 					  hpg_report_budget_read, &dump);
 		o.fold = true;
 		o.fold_names = hp_postgres_allocator;
 		r = hpg_analyze(&dump, NULL, &o, HP_REPORT_STACKS, 0);
-		hp_hist_summarize(a, &r->profile, &r->graph, (size_t) history_top, &t->proc);
+		/* each process within the report's memory limit: the tick keeps only its rows */
+		scratch = hpg_engine_begin(true);
+		hp_hist_summarize(scratch, &r->profile, &r->graph, (size_t) history_top, &rows);
+		hp_hist_copy_rows(a, &rows, &t->proc);
 		t->proc.encoding = hp_strdup(a, r->profile.encoding);
+		hpg_engine_end(scratch);
 		hpg_analysis_end(r);
 		pfree(dump.data);
 		ReleaseCurrentSubTransaction();
@@ -225,7 +232,9 @@ static void
 keep(hp_arena *a, const hp_hist_tick *tick, int asked)
 {
 	hp_buf		out;
-	hpg_quota	q = {.max_count = INT_MAX,.max_bytes = (int64) hpg_history_size_mb * 1024 * 1024};
+	/* a file takes a filesystem block at least: so many files fill the size too */
+	hpg_quota	q = {.max_count = Max(1, hpg_history_size_mb * (1024 / 4)),
+	.max_bytes = (int64) hpg_history_size_mb * 1024 * 1024};
 	hpg_draft	d;
 	char		name[HPG_MAX_NAME + 1];
 	int			rc;
@@ -259,11 +268,16 @@ keep(hp_arena *a, const hp_hist_tick *tick, int asked)
 	SpinLockRelease(&hpg_shmem->mutex);
 }
 
-/* One tick, in a transaction: asking another process checks its role in the catalog. */
+/*
+ * One tick, in a transaction: asking another process checks its role in
+ * the catalog, and an error anywhere in the tick is undone by the abort
+ * (its memory is the transaction's).  The tick's rows are bounded by
+ * heapprof.history_top per process, each process's analysis by
+ * heapprof.report_memory_limit.
+ */
 static void
 tick(void)
 {
-	MemoryContext cxt;
 	hp_arena   *a;
 	hp_hist_tick t = {0};
 	target	   *v;
@@ -271,9 +285,8 @@ tick(void)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	cxt = AllocSetContextCreate(TopMemoryContext, "heapprof history tick", ALLOCSET_DEFAULT_SIZES);
-	MemoryContextSwitchTo(cxt);
-	a = hpg_engine_begin();
+	MemoryContextSwitchTo(TopTransactionContext);
+	a = hpg_engine_begin(false);
 
 	t.time = unix_us(GetCurrentTimestamp());
 	t.interval = (int64) hpg_history_interval * USECS_PER_SEC;
@@ -286,9 +299,29 @@ tick(void)
 			t.procs[t.nprocs++] = v[i].proc;
 	}
 	keep(a, &t, n);
-	MemoryContextSwitchTo(TopMemoryContext);
-	MemoryContextDelete(cxt);
 	CommitTransactionCommand();
+}
+
+/* A tick that failed is reported and lost, never the worker: the next one tries again. */
+static void
+try_tick(void)
+{
+	PG_TRY();
+	{
+		tick();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(TopMemoryContext);
+		e = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		report("a tick was lost: %s", e->message);
+		FreeErrorData(e);
+	}
+	PG_END_TRY();
 }
 
 PGDLLEXPORT void hpg_collector_main(Datum arg);
@@ -302,9 +335,10 @@ hpg_collector_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	/* a restarted worker keeps its predecessor's last error: why it ended may be there */
 	SpinLockAcquire(&hpg_shmem->mutex);
-	memset(&hpg_shmem->collector, 0, sizeof(hpg_shmem->collector));
 	hpg_shmem->collector.pid = MyProcPid;
+	hpg_shmem->collector.ticks = 0;
 	SpinLockRelease(&hpg_shmem->mutex);
 
 	for (;;)
@@ -327,7 +361,7 @@ hpg_collector_main(Datum arg)
 				next = now;
 			if (now >= next)
 			{
-				tick();
+				try_tick();
 				/* the next tick on the interval's grid; a late one does not queue more */
 				next += (int64) hpg_history_interval * USECS_PER_SEC;
 				now = GetCurrentTimestamp();

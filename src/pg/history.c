@@ -207,25 +207,27 @@ load(hp_arena *a, int64 from, int64 to, int max, bool all, int32 pid, size_t *co
 	return ticks;
 }
 
-/* An interval argument as microseconds, positive; ERROR otherwise. */
+/* An interval argument as microseconds, positive and at most 100 years; ERROR otherwise. */
 static int64
 window_us(FunctionCallInfo fcinfo, int arg, const char *name)
 {
 	Interval   *iv;
-	int64		us;
+	double		us;
 
 	if (PG_ARGISNULL(arg))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s must not be NULL", name)));
 	iv = PG_GETARG_INTERVAL_P(arg);
-	us = iv->time + (int64) iv->day * USECS_PER_DAY + (int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
-	if (iv->month < 0 || iv->day < 0 || us <= 0 || iv->month > 12 * 100)
+	/* in floating point: no field can overflow it, and infinities fall outside */
+	us = (double) iv->time + (double) iv->day * USECS_PER_DAY +
+		(double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	if (!(us >= 1 && us <= 100.0 * MONTHS_PER_YEAR * DAYS_PER_MONTH * USECS_PER_DAY))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be a positive interval of at most 100 years", name),
 				 errhint("For example since => '1 hour'.")));
-	return us;
+	return (int64) us;
 }
 
 static int
@@ -277,7 +279,7 @@ heapprof_history(PG_FUNCTION_ARGS)
 	/* a tick at a time: the history may be far larger than a report's memory */
 	for (int i = 0; i < n; i++)
 	{
-		hp_arena   *a = hpg_engine_begin();
+		hp_arena   *a = hpg_engine_begin(true);
 		hp_hist_tick t;
 
 		CHECK_FOR_INTERRUPTS();
@@ -423,7 +425,7 @@ heapprof_growth(PG_FUNCTION_ARGS)
 	o.min_rate = (double) PG_GETARG_INT64(2);
 	o.kinds = kinds_arg(fcinfo, 3);
 	InitMaterializedSRF(fcinfo, 0);
-	a = hpg_engine_begin();
+	a = hpg_engine_begin(true);
 	nrows = suspects(a, &o, false, &rows);
 	for (size_t i = 0; i < nrows; i++)
 		put_suspect(rsinfo, &rows[i], o.per_process);
@@ -460,7 +462,7 @@ heapprof_dump_timeline(PG_FUNCTION_ARGS)
 	else
 		snprintf(title, sizeof(title), "Heap history of every process, by %s", kind_names[o.kind]);
 	o.title = title;
-	a = hpg_engine_begin();
+	a = hpg_engine_begin(true);
 	ticks = load(a, o.from, o.to, TIMELINE_TICKS, false, o.pid, &n);
 	hp_buf_init(&out, a);
 	hp_render_timeline(a, ticks, n, &o, &out);
@@ -532,7 +534,7 @@ heapprof_metrics_heap(PG_FUNCTION_ARGS)
 	bool	   *done;
 
 	InitMaterializedSRF(fcinfo, 0);
-	a = hpg_engine_begin();
+	a = hpg_engine_begin(true);
 	t = latest(a);
 	done = t ? hp_alloc(a, (t->nprocs + 1) * sizeof(*done)) : NULL;
 	for (size_t i = 0; t && i < t->nprocs; i++)
@@ -589,7 +591,7 @@ heapprof_metrics_functions(PG_FUNCTION_ARGS)
 	size_t		cap = 0;
 
 	InitMaterializedSRF(fcinfo, 0);
-	a = hpg_engine_begin();
+	a = hpg_engine_begin(true);
 	t = latest(a);
 	/* every process's function rows as one process's: summed by name */
 	for (size_t i = 0; t && i < t->nprocs; i++)
@@ -648,7 +650,7 @@ heapprof_metrics_growth(PG_FUNCTION_ARGS)
 	top = int_arg(fcinfo, 1, "top", 1, 1000);
 	o.min_rate = HPG_GROWTH_MIN_RATE;
 	InitMaterializedSRF(fcinfo, 0);
-	a = hpg_engine_begin();
+	a = hpg_engine_begin(true);
 	nrows = suspects(a, &o, true, &rows);
 	for (size_t i = 0; i < nrows && i < (size_t) top; i++)
 	{

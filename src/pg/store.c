@@ -164,13 +164,24 @@ cmp_names(const void *a, const void *b)
 char	  **
 hpg_store_names(const char *dir, int *count)
 {
-	DIR		   *d = AllocateDir(dir);
+	DIR		   *d;
 	struct dirent *de;
 	char	  **names = NULL;
 	int			n = 0;
 	int			cap = 0;
+	struct stat st;
 
 	*count = 0;
+	/* what no writer writes into (real_dir) no reader reads: a link is not a folder */
+	if ((lstat(HPG_STORE_DIR, &st) == 0 && !S_ISDIR(st.st_mode)) || (lstat(dir, &st) == 0 && !S_ISDIR(st.st_mode)))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("heapprof folder \"%s\" is not a directory: nothing in it is read", dir),
+				 errhint("heapprof writes and reads only real directories under the data directory; remove the link or file.")));
+		return NULL;
+	}
+	d = AllocateDir(dir);
 	if (d == NULL && errno == ENOENT)
 		return NULL;
 	while ((de = ReadDir(d, dir)) != NULL)
