@@ -233,7 +233,7 @@ keep(hp_arena *a, const hp_hist_tick *tick, int asked)
 {
 	hp_buf		out;
 	/* a file takes a filesystem block at least: so many files fill the size too */
-	hpg_quota	q = {.max_count = Max(1, hpg_history_size_mb * (1024 / 4)),
+	hpg_quota	q = {.max_count = (int) Min((int64) hpg_history_size_mb * (1024 / 4), INT_MAX),
 	.max_bytes = (int64) hpg_history_size_mb * 1024 * 1024};
 	hpg_draft	d;
 	char		name[HPG_MAX_NAME + 1];
