@@ -269,11 +269,10 @@ keep(hp_arena *a, const hp_hist_tick *tick, int asked)
 }
 
 /*
- * One tick, in a transaction: asking another process checks its role in
- * the catalog, and an error anywhere in the tick is undone by the abort
- * (its memory is the transaction's).  The tick's rows are bounded by
- * heapprof.history_top per process, each process's analysis by
- * heapprof.report_memory_limit.
+ * One tick, in a transaction (try_tick): asking another process checks its
+ * role in the catalog, and what an error leaves is the transaction's (its
+ * memory included).  The tick's rows are bounded by heapprof.history_top
+ * per process, each process's analysis by heapprof.report_memory_limit.
  */
 static void
 tick(void)
@@ -283,8 +282,6 @@ tick(void)
 	target	   *v;
 	int			n;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
 	MemoryContextSwitchTo(TopTransactionContext);
 	a = hpg_engine_begin(false);
 
@@ -299,29 +296,41 @@ tick(void)
 			t.procs[t.nprocs++] = v[i].proc;
 	}
 	keep(a, &t, n);
-	CommitTransactionCommand();
 }
 
-/* A tick that failed is reported and lost, never the worker: the next one tries again. */
+/*
+ * A tick that failed is reported and lost, never the worker: the next one
+ * tries again.  The tick is a subtransaction of the transaction it runs
+ * in, rolled back on an error, as each process's request is one of the tick.
+ */
 static void
 try_tick(void)
 {
+	ResourceOwner owner;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	owner = CurrentResourceOwner;
+	BeginInternalSubTransaction(NULL);
 	PG_TRY();
 	{
 		tick();
+		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
 	{
 		ErrorData  *e;
 
-		MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContextSwitchTo(TopTransactionContext);
 		e = CopyErrorData();
 		FlushErrorState();
-		AbortCurrentTransaction();
+		RollbackAndReleaseCurrentSubTransaction();
 		report("a tick was lost: %s", e->message);
 		FreeErrorData(e);
 	}
 	PG_END_TRY();
+	CurrentResourceOwner = owner;
+	CommitTransactionCommand();
 }
 
 PGDLLEXPORT void hpg_collector_main(Datum arg);
