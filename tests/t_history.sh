@@ -210,13 +210,20 @@ wait_query "a tick over the memory limit reported" $((interval * 4)) \
 q -c "ALTER SYSTEM RESET heapprof.report_memory_limit" -c "SELECT pg_reload_conf()" >/dev/null
 wait
 [ "$(q -c "SELECT pid FROM heapprof_collector()")" = "$collector" ] || fail "the collector ended over the memory limit"
+# the collector stopped first: it would make the folder again between the move and the link
+as_pg sed -i "s/^heapprof.history_interval = .*/heapprof.history_interval = 0/" "$data/postgresql.conf"
+q -c "SELECT pg_reload_conf()" >/dev/null
+sleep $((interval + 1))
 as_pg mv "$hist" "$hist.real"
 as_pg ln -s "$hist.real" "$hist"
+[ -L "$hist" ] || fail "the history folder could not be replaced by a link: $(ls -la "$hist")"
 out=$(q -c "SELECT count(*) FROM heapprof_history()" 2>&1)
 grep -q 'is not a directory: nothing in it is read' <<<"$out" && [ "$(tail -n 1 <<<"$out")" = 0 ] ||
 	fail "a linked history folder was read: $out"
 as_pg rm "$hist"
 as_pg mv "$hist.real" "$hist"
+as_pg sed -i "s/^heapprof.history_interval = .*/heapprof.history_interval = ${interval}s/" "$data/postgresql.conf"
+q -c "SELECT pg_reload_conf()" >/dev/null
 for bad in "'2147483647 days'" "'1200 months 2147483647 days'" "'-1 hours'" "'101 years'"; do
 	expect_error 22023 -c "SELECT count(*) FROM heapprof_history($bad)" || fail "since => $bad"
 done
