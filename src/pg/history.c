@@ -217,7 +217,8 @@ window_us(FunctionCallInfo fcinfo, int arg, const char *name)
 	if (PG_ARGISNULL(arg))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be NULL", name)));
+				 errmsg("%s must not be NULL", name),
+				 errhint("Leave it out for its default, or give an interval such as '1 hour'.")));
 	iv = PG_GETARG_INTERVAL_P(arg);
 	/* in floating point: no field can overflow it, and infinities fall outside */
 	us = (double) iv->time + (double) iv->day * USECS_PER_DAY +
@@ -238,12 +239,14 @@ int_arg(FunctionCallInfo fcinfo, int arg, const char *name, int min, int max)
 	if (PG_ARGISNULL(arg))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be NULL", name)));
+				 errmsg("%s must not be NULL", name),
+				 errhint("Leave it out for its default.")));
 	v = PG_GETARG_INT32(arg);
 	if (v < min || v > max)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be between %d and %d", name, min, max)));
+				 errmsg("%s must be between %d and %d", name, min, max),
+				 errhint("Leave it out for its default.")));
 	return v;
 }
 
@@ -421,7 +424,8 @@ heapprof_growth(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(2) || PG_GETARG_INT64(2) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("min_rate must be a number of bytes per hour, 0 or more")));
+				 errmsg("min_rate must be a number of bytes per hour, 0 or more"),
+				 errhint("For example min_rate => 1048576 (1 MB an hour, the default); 0 shows every growing name.")));
 	o.min_rate = (double) PG_GETARG_INT64(2);
 	o.kinds = kinds_arg(fcinfo, 3);
 	InitMaterializedSRF(fcinfo, 0);
