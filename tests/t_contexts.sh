@@ -15,6 +15,9 @@
 #    PostgreSQL counts for it, the 8 kB first blocks of hash tables
 #    ("dynahash") aside; the memory the statement left in the caches is
 #    theirs;
+#  - a context of each allocator (AllocSet, Generation, Slab, Bump on 17+)
+#    filled from another with small chunks and large ones grown by repalloc
+#    agrees the same way;
 #  - memory allocated into another context than the current one
 #    (MemoryContextAllocHuge(TopMemoryContext, ...) from a statement) is
 #    the other's; memory no context owns (8 MB of plain malloc) says so
@@ -61,6 +64,8 @@ SELECT count(*) FROM (SELECT md5(g::text) m FROM generate_series(1, 200000) g OR
 -- 3 MB into TopMemoryContext from a statement, 8 MB of plain malloc held
 SELECT heapprof_test_leak(3000000);
 SELECT heapprof_test_hold(8000000);
+-- every allocator's paths to malloc, each from another context: 4 MB each
+SELECT heapprof_test_contexts(4000000);
 \o
 -- the allocator split, and who holds what is outside
 \copy (SELECT context LIKE 'current: %', sum(bytes)::bigint FROM heapprof_stacks() WHERE context IS NOT NULL GROUP BY 1) TO 'SPLIT' WITH (DELIMITER '|')
@@ -84,7 +89,10 @@ cmp=$(awk -F'|' -v mine="$mine" 'NR == FNR { hp[$1] = $2; next }
 over=$(awk -F'|' 'NR == FNR { pg[$1] = $2; next }
 	$1 !~ /^current: / && $1 != "dynahash" && $2 > pg[$1] * 1.1 + 16384 { print $1 "|" $2 "|" pg[$1] + 0 }' "$w/pg" "$w/hp")
 dyn=$(awk -F'|' '$1 == "dynahash" { print $2 }' "$w/hp")
-for name in CacheMemoryContext CachedPlanSource CachedPlanQuery 'index info' 'PL/pgSQL function' TopMemoryContext; do
+names=(CacheMemoryContext CachedPlanSource CachedPlanQuery 'index info' 'PL/pgSQL function' TopMemoryContext
+	'hpt aset' 'hpt generation' 'hpt slab')
+[ "$(q -c "SHOW server_version_num")" -lt 170000 ] || names+=('hpt bump')
+for name in "${names[@]}"; do
 	grep -q "^$name|" <<<"$cmp" || fail "$name is not above 512 kB in pg_backend_memory_contexts: $cmp"
 done
 worst=0

@@ -184,7 +184,7 @@ out=$(q -c "SET compute_query_id = on" -c "SELECT heapprof_enable()" -c "$long" 
 	-c "SELECT length(heapprof_dump_portable()) > 0" 2>&1 | tail -n 1)
 [ "$out" = t ] || { echo "heapprof_dump_portable() after a statement cut inside a character: $out"; exit 1; }
 # -- the owners' wrappers are in a process only while it samples (gdb reads
-#    owner.c's flag; a stripped heapprof.so, the package's, is not checked)
+#    owner.c's tables shown; a stripped heapprof.so, the package's, is not checked)
 so=$(pg_config --pkglibdir)/heapprof.so
 wrapped=
 if readelf -S "$so" 2>/dev/null | grep '\.debug_info' >/dev/null; then
@@ -199,7 +199,7 @@ if readelf -S "$so" 2>/dev/null | grep '\.debug_info' >/dev/null; then
 			[ -z "$pid" ] || break
 			sleep 0.1
 		done
-		[ -n "$pid" ] && gdb -p "$pid" -batch -ex "print (int) 'owner.c'::installed" 2>/dev/null | sed -n 's/^\$1 = //p'
+		[ -n "$pid" ] && gdb -p "$pid" -batch -ex "print (int) ('owner.c'::shown != 0)" 2>/dev/null | sed -n 's/^\$1 = //p'
 	}
 	wrapped="$(flag 1) $(flag 2) $(flag 3)"
 	wait

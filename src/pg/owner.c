@@ -8,52 +8,54 @@
  * CurrentMemoryContext.  PostgreSQL has no allocation hook, but every block
  * an allocator mallocs is asked for inside its alloc or realloc method,
  * which is handed the context (or, 16+, the chunk it belongs to).  So the
- * alloc, realloc and delete entries of each allocator's method table --
- * AllocSet, Generation, Slab, Bump (17+) -- are wrapped here while the
- * process samples (labels.c says when): the wrapper notes the context and
- * calls the allocator's own.  The tables are const, so the page is made
- * writable for the write and given back its own protection, as the probe
- * (at load, in the postmaster when preloaded) found it.
+ * alloc and realloc entries of each allocator's method table -- AllocSet,
+ * Generation, Slab, Bump (17+) -- are wrapped here while the process
+ * samples (labels.c says when): the wrapper notes what it is handed and
+ * jumps to the allocator's own, two instructions on every palloc and no
+ * frame.  The tables are const: patch.c writes them.
  *
- * The note is trusted only while its wrapper is on the stack: the hook sees
- * the frames of the sampled malloc, and the wrappers alone live in the
- * section hpg_owner_text.  An error that longjmps out of an allocator (17+
- * raises out-of-memory inside it) leaves a stale note that no later stack
- * vouches for -- but for a FATAL one, whose exit runs on top of the
- * wrapper's frame and may delete its context: a deleted context is no one's
- * note.  The wrappers' frames then leave the stack: a profile shows
- * PostgreSQL's frames as they are without heapprof.
+ * The note is trusted only when the sampled malloc was called from one of
+ * the allocators' own functions (the executable's innermost frame is in
+ * one): then that allocator is running, it was entered through its wrapper
+ * (every context of 16+ uses these four tables; on 15 a table of an
+ * extension's own is not wrapped, and its allocator is not one of those
+ * functions), and nothing it runs allocates from a context -- so the note
+ * is its own.  Those functions are learned once, before wrapping: the
+ * executable's slots for malloc and realloc point at learning functions
+ * while a throwaway context of each kind takes every path that mallocs (a
+ * large chunk, new blocks growing to their largest, growth, and a first
+ * malloc refused, for the retry), and the function each call comes from
+ * (by the unwinder's tables: 17+ mallocs from helpers, a compiler may copy
+ * a call into two places or move it to a cold part) is one.  Elsewhere --
+ * a platform whose relocations image.c does not know, a path not taken --
+ * the note is not trusted and the label says "current: NAME".
  *
  * A context's first block holds the context itself, malloc'd by its creator
  * (AllocSetContextCreateInternal, GenerationContextCreate, ...) before it
  * has a name anyone can see.  Its sample is labelled by the creator's call
  * site, and the context created there names the site.  It is found at the
- * next context operation or sample, before any context can be freed (delete
- * is wrapped too), as a likely parent's first child changed to one whose
- * next sibling is the old first child.  The likely parents: the current
- * context, the well-known ones, the last few allocated in, and the newest
- * child of each.  Otherwise the site stays unnamed.
+ * next context operation or sample -- the hook puts the settling wrappers
+ * in the tables until then: the next alloc, realloc or delete looks first
+ * -- as a likely parent's child inserted first since the sample.  The
+ * likely parents: the current context, the well-known ones, their parents,
+ * and the newest child of each.  Otherwise the site stays unnamed.
  *
  * AllocSet keeps up to 100 deleted contexts of the usual sizes for reuse,
- * first block and all, and a reused one is made without malloc: its first
- * block would stay labelled with the site it was made at first, under the
- * name of a context long gone, inside a live one that pgbmc counts it for.
- * So a wrapped AllocSet context is deleted for good: its freeListIndex
- * (private to aset.c) is set to -1 first.  Where that field is, the probe
- * finds out: the one int that three contexts of the default, the small and
- * other sizes have as 0, 1 and -1.  Without it, reuse goes on (and labels
- * may name the first context of a reused block).
+ * first block and all, and a reused one is made without malloc: a sampled
+ * first block would stay labelled with the site it was made at first, under
+ * the name of a context long gone, inside a live one that pgbmc counts it
+ * for.  So a context found for a sampled first block is deleted for good:
+ * its freeListIndex (private to aset.c) is set to -1.  Where that field
+ * is, the probe finds out: the one int that three contexts of the default,
+ * the small and other sizes have as 0, 1 and -1.  Other contexts are reused
+ * as PostgreSQL does: their first blocks are in no sample.
  */
 #include "postgres.h"
-
-#include <dlfcn.h>
-#include <link.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "utils/memutils.h"
 
 #include "compat.h"
+#include "image.h"
 #include "owner.h"
 
 enum
@@ -61,9 +63,7 @@ enum
 	ASET, GENERATION, SLAB, BUMP, NKINDS
 };
 
-static void prepare(void);
-
-/* Frames of a sampled malloc looked at for a wrapper or a creator. */
+/* Frames of a sampled malloc looked at for its caller. */
 #define SCAN_FRAMES 48
 
 #define OWNER_TEXT __attribute__((noinline, section("hpg_owner_text")))
@@ -71,40 +71,38 @@ extern const char __start_hpg_owner_text[];
 extern const char __stop_hpg_owner_text[];
 
 static MemoryContextMethods *tables[NKINDS];	/* PostgreSQL's, const there */
-static MemoryContextMethods wrapped[NKINDS];	/* theirs with the wrappers in */
 static int	prot[NKINDS];		/* their pages' protection, or -1: not to be written */
 static int	freelist_at = -1;	/* offsetof(AllocSetContext, freeListIndex), if found */
-static MemoryContextMethods orig[NKINDS];	/* their entries before wrapping */
 static bool probed;
-static bool installed;
 
-/* The context of the innermost alloc or realloc running: see the header comment. */
-static MemoryContext running;
-
-/* The functions that malloc a new context: [lo, lo + size). */
-static struct
+/* What the tables may hold: as PostgreSQL made them, noting, noting and settling first. */
+enum
 {
-	uintptr_t	lo;
-	uintptr_t	size;
-}			creators[NKINDS];
-static int	ncreators;
+	ORIG, FAST, SETTLING, NSETS
+};
+static MemoryContextMethods sets[NSETS][NKINDS];
+static int	shown = ORIG;
 
-/* The last contexts allocated in, distinct, none deleted (the delete wrapper sees to it). */
-#define NRECENT 8
-static MemoryContext recent[NRECENT];
-static unsigned recent_at;
-static MemoryContext recent_last;	/* the newest of them: the one test on palloc's path */
+/*
+ * What the innermost alloc or realloc running was handed: its context, or
+ * (realloc, 16+) its chunk with the low bit set.  Read only when the
+ * sampled malloc vouches for it (the header comment).
+ */
+static uintptr_t note;
 
-static void
-note_recent(MemoryContext c)
-{
-	recent_last = c;
-	recent[++recent_at % NRECENT] = c;
-}
+/* The starts of the allocators' functions that call malloc or realloc. */
+#define NALLOCATORS 32
+static uintptr_t allocators[NALLOCATORS];
+static int	nallocators;
+
+/* The starts of the functions that malloc a new context. */
+static uintptr_t creators[NKINDS];
 
 /* A new context whose name is awaited: the likely parents' first children before it. */
 #define NUSUAL 9
-#define NPARENTS (2 * (NUSUAL + NRECENT))
+#define NPARENTS (4 * NUSUAL)
+/* Children of a likely parent looked at for the one inserted first since. */
+#define WALK 64
 static struct
 {
 	int			token;			/* -1: none awaited */
@@ -114,7 +112,40 @@ static struct
 	MemoryContext first[NPARENTS];
 }			expected = {.token = -1};
 
-/* The awaited context named, if found. */
+/* Every table as in sets[which], or none changed: 0, or an errno. */
+static int
+show(int which)
+{
+	int			done = 0;
+	int			err = 0;
+
+	if (which == shown)
+		return 0;
+	for (; done < NKINDS && err == 0; done++)
+		if (tables[done] != NULL)
+			err = hpg_image_write(tables[done], &sets[which][done], sizeof(MemoryContextMethods), prot[done]);
+	if (err != 0)
+	{
+		/* back to as it was: the tables before the one that failed were written */
+		for (done -= 2; done >= 0; done--)
+			if (tables[done] != NULL)
+				(void) hpg_image_write(tables[done], &sets[shown][done], sizeof(MemoryContextMethods), prot[done]);
+		return err;
+	}
+	shown = which;
+	return 0;
+}
+
+/* The context the note names. */
+static MemoryContext
+noted(void)
+{
+	if (note & 1)
+		return GetMemoryChunkContext((void *) (note & ~(uintptr_t) 1));
+	return (MemoryContext) note;
+}
+
+/* The awaited context named, if found; the noting wrappers back. */
 static void
 settle(void)
 {
@@ -123,15 +154,23 @@ settle(void)
 	if (token < 0)
 		return;
 	expected.token = -1;
+	if (shown == SETTLING)
+		(void) show(FAST);
 	for (int k = 0; k < expected.n; k++)
 	{
 		MemoryContext p = expected.parent[k];
-		MemoryContext f = p->firstchild;
+		MemoryContext c = p->firstchild;
 
-		if (f != NULL && f != expected.first[k] && f->nextchild == expected.first[k] &&
-			f->parent == p && f->name != NULL)
+		/* children are inserted first: the one before the old first is the earliest since */
+		for (int step = 0; c != NULL && c != expected.first[k] && step < WALK; step++, c = c->nextchild)
 		{
-			expected.named(token, f);
+			if (c->nextchild != expected.first[k])
+				continue;
+			if (c->name == NULL)
+				return;
+			if (c->methods == tables[ASET] && freelist_at >= 0)
+				*(int *) ((char *) c + freelist_at) = -1;	/* its first block dies with it */
+			expected.named(token, c);
 			return;
 		}
 	}
@@ -179,67 +218,60 @@ hpg_owner_expect(int token, void (*named) (int token, MemoryContext created))
 	expected.n = 0;
 	for (int i = 0; i < NUSUAL; i++)
 		add_parent(usual[i]);
-	for (int i = 0; i < NRECENT; i++)
-		add_parent(recent[i]);
-	/* and the newest child of each (a context made just before, under it) */
+	/* their parents (a portal's: TopPortalContext), and the newest child of each */
+	for (int i = 0; i < NUSUAL; i++)
+		if (usual[i] != NULL)
+			add_parent(usual[i]->parent);
 	n = expected.n;
 	for (int k = 0; k < n; k++)
 		add_parent(expected.first[k]);
 	expected.named = named;
 	expected.token = token;
+	/* the next context operation settles; unless the tables cannot be written: a parent's deletion would go unseen */
+	if (show(SETTLING) != 0)
+		expected.token = -1;
 }
 
 /*
- * The wrappers, one set per allocator: note the owner, run the allocator's
- * own -- on every palloc, so as little as can be.  The note is not put back
- * after: only a wrapper's frame on the stack vouches for it, and an
- * allocator calls no other context's alloc.  The empty asm keeps the call a
- * call (a tail call would take the frame away).
+ * The wrappers, per allocator: note what the allocator is handed and jump
+ * to it -- on every palloc, so as little as can be: the note is neither
+ * checked nor put back (the header comment says when it is read).  The
+ * settling ones look for an awaited context first, then put the noting
+ * ones back.
  */
 #define WRAP_ALLOC(K) \
 OWNER_TEXT static void * \
 alloc_##K(HPG_ALLOC_PARAMS) \
 { \
-	void	   *p; \
-	\
-	if (unlikely(expected.token >= 0)) \
-		settle(); \
-	if (unlikely(context != recent_last)) \
-		note_recent(context); \
-	running = context; \
-	p = orig[K].alloc(HPG_ALLOC_ARGS); \
-	__asm__ volatile("" : : "r"(p)); \
-	return p; \
+	note = (uintptr_t) context; \
+	return sets[ORIG][K].alloc(HPG_ALLOC_ARGS); \
+} \
+OWNER_TEXT static void * \
+settling_alloc_##K(HPG_ALLOC_PARAMS) \
+{ \
+	settle(); \
+	note = (uintptr_t) context; \
+	return sets[ORIG][K].alloc(HPG_ALLOC_ARGS); \
+} \
+static void \
+settling_delete_##K(MemoryContext context) \
+{ \
+	settle(); \
+	sets[ORIG][K].delete_context(context); \
 }
 #define WRAP_REALLOC(K) \
 OWNER_TEXT static void * \
 realloc_##K(HPG_REALLOC_PARAMS) \
 { \
-	void	   *p; \
-	\
-	if (unlikely(expected.token >= 0)) \
-		settle(); \
-	running = HPG_REALLOC_OWNER; \
-	p = orig[K].realloc(HPG_REALLOC_ARGS); \
-	__asm__ volatile("" : : "r"(p)); \
-	return p; \
-}
-#define WRAP_DELETE(K) \
-static void \
-delete_##K(MemoryContext context) \
+	note = HPG_REALLOC_NOTE; \
+	return sets[ORIG][K].realloc(HPG_REALLOC_ARGS); \
+} \
+OWNER_TEXT static void * \
+settling_realloc_##K(HPG_REALLOC_PARAMS) \
 { \
-	if (K == ASET && freelist_at >= 0) \
-		*(int *) ((char *) context + freelist_at) = -1; \
-	if (unlikely(expected.token >= 0)) \
-		settle(); \
-	for (int i = 0; i < NRECENT; i++) \
-		if (recent[i] == context) \
-			recent[i] = NULL; \
-	if (recent_last == context) \
-		recent_last = NULL; \
-	if (running == context) \
-		running = NULL; \
-	orig[K].delete_context(context); \
+	settle(); \
+	note = HPG_REALLOC_NOTE; \
+	return sets[ORIG][K].realloc(HPG_REALLOC_ARGS); \
 }
 
 WRAP_ALLOC(ASET)
@@ -249,10 +281,6 @@ WRAP_ALLOC(BUMP)
 /* Slab's and Bump's realloc never malloc (they refuse to grow) */
 WRAP_REALLOC(ASET)
 WRAP_REALLOC(GENERATION)
-WRAP_DELETE(ASET)
-WRAP_DELETE(GENERATION)
-WRAP_DELETE(SLAB)
-WRAP_DELETE(BUMP)
 
 /* Where AllocSetContext's freeListIndex is: see the header comment. */
 static void
@@ -282,34 +310,209 @@ find_freelist_index(void)
 	freelist_at = found;
 }
 
+/* Learning where the allocators call malloc and realloc: see the header comment. */
+static bool learning;
+static bool refuse_next;		/* the next malloc learned returns NULL */
+static void *(*real_malloc) (size_t);
+static void *(*real_realloc) (void *, size_t);
+
+/* The function holding the return address ret, as one of the allocators'. */
+static void
+learn(uintptr_t ret)
+{
+	uintptr_t	f = hpg_image_function(ret - 1);
+
+	for (int i = 0; i < nallocators; i++)
+		if (allocators[i] == f)
+			return;
+	if (f != 0 && nallocators < NALLOCATORS)
+		allocators[nallocators++] = f;
+}
+
+static void *
+learning_malloc(size_t size)
+{
+	if (learning)
+	{
+		learn((uintptr_t) __builtin_return_address(0));
+		if (refuse_next)
+		{
+			refuse_next = false;
+			return NULL;
+		}
+	}
+	return real_malloc(size);
+}
+
+static void *
+learning_realloc(void *p, size_t size)
+{
+	if (learning)
+		learn((uintptr_t) __builtin_return_address(0));
+	return real_realloc(p, size);
+}
+
+/*
+ * Every path of c's allocator that mallocs: a large chunk (large: bigger
+ * than any allocator keeps in a block), grown (grow), refused; new blocks
+ * of small chunks up to total bytes, then one refused (its retry, where
+ * there is one).  Only allocations that return NULL when refused: no error.
+ */
+#define SMALL_CHUNK 64			/* a Slab's chunk size too */
+#define LARGE_CHUNK (2 * 1024 * 1024)
+
+static void
+exercise(MemoryContext c, Size total, bool large, bool grow)
+{
+	int			flags = MCXT_ALLOC_NO_OOM;
+
+	learning = true;
+	if (large)
+	{
+		void	   *p = MemoryContextAllocExtended(c, LARGE_CHUNK, flags);
+
+		if (p != NULL && grow)
+			p = repalloc(p, 2 * LARGE_CHUNK);
+		refuse_next = true;
+		(void) MemoryContextAllocExtended(c, LARGE_CHUNK, flags);
+	}
+	refuse_next = false;
+	for (Size n = 0; n < total; n += SMALL_CHUNK)
+		(void) MemoryContextAllocExtended(c, SMALL_CHUNK, flags);
+	refuse_next = true;
+	for (int i = 0; refuse_next && i < 1000000; i++)
+		(void) MemoryContextAllocExtended(c, SMALL_CHUNK, flags);
+	refuse_next = false;
+	learning = false;
+}
+
+static void
+learn_allocators(MemoryContext *probes)
+{
+	void	  **mslot = hpg_image_slot("malloc");
+	void	  **rslot = hpg_image_slot("realloc");
+	int			mprot = mslot ? hpg_image_protection(mslot, sizeof(void *)) : -1;
+	int			rprot = rslot ? hpg_image_protection(rslot, sizeof(void *)) : -1;
+	void	   *to;
+
+	if (!hpg_image_init() || mprot < 0)
+		return;					/* nothing learned: no note is trusted */
+	real_malloc = (void *(*) (size_t)) *mslot;
+	to = (void *) learning_malloc;
+	if (hpg_image_write(mslot, &to, sizeof(to), mprot) != 0)
+		return;
+	if (rprot >= 0)
+	{
+		real_realloc = (void *(*) (void *, size_t)) *rslot;
+		to = (void *) learning_realloc;
+		if (hpg_image_write(rslot, &to, sizeof(to), rprot) != 0)
+			rprot = -1;
+	}
+	PG_TRY();
+	{
+		/* AllocSet retries a refused block above 1 MB: blocks grow past it */
+		exercise(probes[ASET], 3 * 1024 * 1024, true, true);
+		exercise(probes[GENERATION], 256 * 1024, true, true);
+		exercise(probes[SLAB], 64 * 1024, false, false);
+		if (probes[BUMP] != NULL)
+			exercise(probes[BUMP], 256 * 1024, true, false);
+	}
+	PG_FINALLY();
+	{
+		learning = false;
+		refuse_next = false;
+		to = (void *) real_malloc;
+		(void) hpg_image_write(mslot, &to, sizeof(to), mprot);
+		if (rprot >= 0)
+		{
+			to = (void *) real_realloc;
+			(void) hpg_image_write(rslot, &to, sizeof(to), rprot);
+		}
+	}
+	PG_END_TRY();
+}
+
+/* What wrapping needs and a forked process inherits: the sets of tables, their pages' protection, the creators. */
+static void
+prepare(void)
+{
+	for (int k = 0; k < NKINDS; k++)
+	{
+		MemoryContextMethods *f = &sets[FAST][k];
+		MemoryContextMethods *s = &sets[SETTLING][k];
+
+		if (tables[k] == NULL)
+			continue;
+		*f = *s = sets[ORIG][k];
+		switch (k)
+		{
+			case ASET:
+				f->alloc = alloc_ASET;
+				f->realloc = realloc_ASET;
+				s->alloc = settling_alloc_ASET;
+				s->realloc = settling_realloc_ASET;
+				s->delete_context = settling_delete_ASET;
+				break;
+			case GENERATION:
+				f->alloc = alloc_GENERATION;
+				f->realloc = realloc_GENERATION;
+				s->alloc = settling_alloc_GENERATION;
+				s->realloc = settling_realloc_GENERATION;
+				s->delete_context = settling_delete_GENERATION;
+				break;
+			case SLAB:
+				f->alloc = alloc_SLAB;
+				s->alloc = settling_alloc_SLAB;
+				s->delete_context = settling_delete_SLAB;
+				break;
+			case BUMP:
+				f->alloc = alloc_BUMP;
+				s->alloc = settling_alloc_BUMP;
+				s->delete_context = settling_delete_BUMP;
+				break;
+		}
+		prot[k] = hpg_image_protection(tables[k], sizeof(MemoryContextMethods));
+	}
+	creators[ASET] = (uintptr_t) AllocSetContextCreateInternal;
+	creators[GENERATION] = (uintptr_t) GenerationContextCreate;
+	creators[SLAB] = (uintptr_t) SlabContextCreate;
+#ifdef HPG_HAVE_BUMP
+	creators[BUMP] = (uintptr_t) BumpContextCreate;
+#endif
+}
+
 void
 hpg_owner_probe(void)
 {
-	MemoryContext gen;
-	MemoryContext slab;
+	MemoryContext probes[NKINDS] = {NULL};
 
 	if (probed)
 		return;
 	find_freelist_index();
-	/* one throwaway context of each kind, to find its method table */
-	gen = GenerationContextCreate(TopMemoryContext, "heapprof probe", 0, 8192, 8192);
-	slab = SlabContextCreate(TopMemoryContext, "heapprof probe", SLAB_DEFAULT_BLOCK_SIZE, 64);
-	tables[ASET] = unconstify(MemoryContextMethods *, TopMemoryContext->methods);
-	tables[GENERATION] = unconstify(MemoryContextMethods *, gen->methods);
-	tables[SLAB] = unconstify(MemoryContextMethods *, slab->methods);
-	MemoryContextDelete(gen);
-	MemoryContextDelete(slab);
+	/* one throwaway context of each kind: its method table, and its paths to malloc */
+	probes[ASET] = AllocSetContextCreate(TopMemoryContext, "heapprof probe", ALLOCSET_DEFAULT_SIZES);
+	probes[GENERATION] = GenerationContextCreate(TopMemoryContext, "heapprof probe", 0, 8192, 65536);
+	probes[SLAB] = SlabContextCreate(TopMemoryContext, "heapprof probe", SLAB_DEFAULT_BLOCK_SIZE, SMALL_CHUNK);
 #ifdef HPG_HAVE_BUMP
-	{
-		MemoryContext bump = BumpContextCreate(TopMemoryContext, "heapprof probe", ALLOCSET_SMALL_SIZES);
-
-		tables[BUMP] = unconstify(MemoryContextMethods *, bump->methods);
-		MemoryContextDelete(bump);
-	}
+	probes[BUMP] = BumpContextCreate(TopMemoryContext, "heapprof probe", ALLOCSET_DEFAULT_SIZES);
 #endif
 	for (int k = 0; k < NKINDS; k++)
+		if (probes[k] != NULL)
+		{
+			tables[k] = unconstify(MemoryContextMethods *, probes[k]->methods);
+			sets[ORIG][k] = *tables[k];
+		}
+	learn_allocators(probes);
+	for (int k = 0; k < NKINDS; k++)
+		if (probes[k] != NULL)
+			MemoryContextDelete(probes[k]);
+	/* and the allocators' entries, whatever was learned (a helper may be inlined) */
+	for (int k = 0; nallocators > 0 && k < NKINDS; k++)
 		if (tables[k] != NULL)
-			orig[k] = *tables[k];
+		{
+			learn((uintptr_t) sets[ORIG][k].alloc + 1);
+			learn((uintptr_t) sets[ORIG][k].realloc + 1);
+		}
 	prepare();
 	probed = true;
 }
@@ -324,134 +527,11 @@ hpg_owner_allocator_starts(uint64_t *starts, size_t max)
 		if (tables[k] == NULL)
 			continue;
 		if (n < max)
-			starts[n++] = (uint64_t) (uintptr_t) orig[k].alloc;
+			starts[n++] = (uint64_t) (uintptr_t) sets[ORIG][k].alloc;
 		if (n < max)
-			starts[n++] = (uint64_t) (uintptr_t) orig[k].realloc;
+			starts[n++] = (uint64_t) (uintptr_t) sets[ORIG][k].realloc;
 	}
 	return n;
-}
-
-/* The protection of the mapping holding addr (PROT_*), or -1. */
-static int
-protection_of(uintptr_t addr)
-{
-	FILE	   *f = fopen("/proc/self/maps", "r");
-	char		line[512];
-	int			prot = -1;
-
-	if (f == NULL)
-		return -1;
-	while (prot < 0 && fgets(line, sizeof(line), f) != NULL)
-	{
-		unsigned long lo,
-					hi;
-		char		perms[8];
-
-		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && addr >= lo && addr < hi)
-			prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-				(perms[2] == 'x' ? PROT_EXEC : 0);
-	}
-	fclose(f);
-	return prot;
-}
-
-/*
- * *dst = *src in a const table whose pages have protection prot: writable
- * for the write, then as they were.  0, or an errno.
- */
-static int
-write_table(MemoryContextMethods *dst, const MemoryContextMethods *src, int prot)
-{
-	uintptr_t	page = (uintptr_t) sysconf(_SC_PAGESIZE);
-	uintptr_t	lo = (uintptr_t) dst & ~(page - 1);
-	uintptr_t	hi = ((uintptr_t) (dst + 1) + page - 1) & ~(page - 1);
-
-	if (prot < 0)
-		return ENOTSUP;			/* no mapping, or two of different protections */
-	if (!(prot & PROT_WRITE) && mprotect((void *) lo, hi - lo, prot | PROT_WRITE) != 0)
-		return errno;
-	memcpy(dst, src, sizeof(*dst));
-	if (!(prot & PROT_WRITE))
-		(void) mprotect((void *) lo, hi - lo, prot);
-	return 0;
-}
-
-static void
-add_creator(void *fn)
-{
-	Dl_info		info;
-	const ElfW(Sym) *sym = NULL;
-
-	if (dladdr1(fn, &info, (void **) &sym, RTLD_DL_SYMENT) != 0 && sym != NULL &&
-		info.dli_saddr == fn && sym->st_size > 0)
-	{
-		creators[ncreators].lo = (uintptr_t) fn;
-		creators[ncreators].size = sym->st_size;
-		ncreators++;
-	}
-}
-
-/* What wrapping needs and a forked process inherits: the wrapped tables, the pages' protection, the creators. */
-static void
-prepare(void)
-{
-	for (int k = 0; k < NKINDS; k++)
-	{
-		int			first;
-
-		if (tables[k] == NULL)
-			continue;
-		wrapped[k] = orig[k];
-		switch (k)
-		{
-			case ASET:
-				wrapped[k].alloc = alloc_ASET;
-				wrapped[k].realloc = realloc_ASET;
-				wrapped[k].delete_context = delete_ASET;
-				break;
-			case GENERATION:
-				wrapped[k].alloc = alloc_GENERATION;
-				wrapped[k].realloc = realloc_GENERATION;
-				wrapped[k].delete_context = delete_GENERATION;
-				break;
-			case SLAB:
-				wrapped[k].alloc = alloc_SLAB;
-				wrapped[k].delete_context = delete_SLAB;
-				break;
-			case BUMP:
-				wrapped[k].alloc = alloc_BUMP;
-				wrapped[k].delete_context = delete_BUMP;
-				break;
-		}
-		first = protection_of((uintptr_t) tables[k]);
-		prot[k] = first == protection_of((uintptr_t) (tables[k] + 1) - 1) ? first : -1;
-	}
-	add_creator((void *) AllocSetContextCreateInternal);
-	add_creator((void *) GenerationContextCreate);
-	add_creator((void *) SlabContextCreate);
-#ifdef HPG_HAVE_BUMP
-	add_creator((void *) BumpContextCreate);
-#endif
-}
-
-/* Every table as in set (wrapped or orig), or none changed: 0, or an errno. */
-static int
-write_tables(const MemoryContextMethods *set, const MemoryContextMethods *undo)
-{
-	int			done = 0;
-	int			err = 0;
-
-	for (; done < NKINDS && err == 0; done++)
-		if (tables[done] != NULL)
-			err = write_table(tables[done], &set[done], prot[done]);
-	if (err != 0)
-	{
-		/* back to as it was: the tables before the one that failed were written */
-		for (done -= 2; done >= 0; done--)
-			if (tables[done] != NULL)
-				(void) write_table(tables[done], &undo[done], prot[done]);
-	}
-	return err;
 }
 
 void
@@ -460,22 +540,24 @@ hpg_owner_wrap(bool on)
 	static bool logged;
 	int			err;
 
-	if (!probed || on == installed)
+	if (!probed || on == (shown != ORIG))
 		return;
-	/* nothing of a time unwrapped is known: deletions went unseen */
-	memset(recent, 0, sizeof(recent));
-	recent_last = NULL;
 	expected.token = -1;
-	running = NULL;
-	err = on ? write_tables(wrapped, orig) : write_tables(orig, wrapped);
-	if (err == 0)
-		installed = on;
-	else if (!logged)
+	note = 0;
+	err = show(on ? FAST : ORIG);
+	if (err != 0 && !logged)
 	{
 		logged = true;
 		ereport(LOG,
 				(errmsg("heapprof: could not %s the memory allocators' method tables: %s",
 						on ? "wrap" : "unwrap", strerror(err)),
+				 errdetail("The context labels of samples name the context current at malloc, as \"current: NAME\".")));
+	}
+	if (on && err == 0 && nallocators == 0 && !logged)
+	{
+		logged = true;
+		ereport(LOG,
+				(errmsg("heapprof: could not learn where the memory allocators call malloc on this platform"),
 				 errdetail("The context labels of samples name the context current at malloc, as \"current: NAME\".")));
 	}
 }
@@ -486,13 +568,48 @@ in_wrapper(uintptr_t pc)
 	return pc >= (uintptr_t) __start_hpg_owner_text && pc < (uintptr_t) __stop_hpg_owner_text;
 }
 
+/*
+ * The start of the function holding pc: the unwinder's answer, remembered
+ * (samples come from few places; a lookup costs more than the rest of the
+ * hook).
+ */
+#define NREMEMBERED 256
+static struct
+{
+	uintptr_t	pc;
+	uintptr_t	function;
+}			remembered[NREMEMBERED];
+
+static uintptr_t
+function_of(uintptr_t pc)
+{
+	unsigned	h = (unsigned) ((pc * UINT64CONST(0x9E3779B97F4A7C15)) >> 56) & (NREMEMBERED - 1);
+
+	if (remembered[h].pc != pc)
+	{
+		remembered[h].function = hpg_image_function(pc);
+		remembered[h].pc = pc;
+	}
+	return remembered[h].function;
+}
+
+static inline bool
+among(uintptr_t f, const uintptr_t *set, int n)
+{
+	for (int k = 0; k < n; k++)
+		if (set[k] == f)
+			return true;
+	return false;
+}
+
 hpg_owner_kind
 hpg_owner_of(void **vec, unsigned *len, hpg_owner *out)
 {
 	hpg_owner_kind kind = HPG_OWNER_NONE;
+	bool		caller_seen = false;
 	unsigned	n = 0;
 
-	if (!installed)
+	if (shown == ORIG)
 		return HPG_OWNER_NONE;
 	for (unsigned i = 0; i < *len; i++)
 	{
@@ -500,21 +617,24 @@ hpg_owner_of(void **vec, unsigned *len, hpg_owner *out)
 		uintptr_t	pc = (uintptr_t) vec[i] - 1;
 
 		if (i < SCAN_FRAMES && in_wrapper(pc))
+			continue;			/* a wrapper not compiled as a jump: out of the stack */
+		if (i < SCAN_FRAMES && !caller_seen && hpg_image_code(pc))
 		{
-			/* the innermost wrapper's note; its frame leaves the stack */
-			if (kind == HPG_OWNER_NONE && running != NULL)
+			/* the executable's innermost frame: malloc's caller, if PostgreSQL called it */
+			uintptr_t	f = function_of(pc);
+
+			caller_seen = true;
+			if (f != 0 && among(f, allocators, nallocators))
 			{
-				out->context = running;
+				out->context = noted();
 				kind = HPG_OWNER_CONTEXT;
 			}
-			continue;
-		}
-		for (int k = 0; i < SCAN_FRAMES && kind == HPG_OWNER_NONE && k < ncreators; k++)
-			if (pc - creators[k].lo < creators[k].size && i + 1 < *len)
+			else if (f != 0 && among(f, creators, NKINDS) && i + 1 < *len)
 			{
 				out->site = (uintptr_t) vec[i + 1];
 				kind = HPG_OWNER_CREATING;
 			}
+		}
 		vec[n++] = vec[i];
 	}
 	*len = n;

@@ -25,6 +25,13 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_malloc_leak' LANGUAGE C STRI
 CREATE FUNCTION heapprof_test_malloc_twin(bytes integer)
 RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_malloc_twin' LANGUAGE C STRICT;
 
+-- One context of each allocator ("hpt aset", "hpt generation", "hpt slab",
+-- and "hpt bump" on 17+) kept under TopMemoryContext, each filled with
+-- `bytes` bytes by MemoryContextAlloc from the caller's context: small chunks,
+-- large chunks grown by repalloc.  Returns the contexts made.
+CREATE FUNCTION heapprof_test_contexts(bytes bigint)
+RETURNS integer AS 'MODULE_PATHNAME', 'heapprof_test_contexts' LANGUAGE C STRICT;
+
 -- Busy-loop for the given seconds without checking for interrupts, like
 -- code that does not reach CHECK_FOR_INTERRUPTS (for timeout tests).
 CREATE FUNCTION heapprof_test_spin(seconds float8)

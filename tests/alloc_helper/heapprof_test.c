@@ -41,6 +41,7 @@ PG_FUNCTION_INFO_V1(heapprof_test_spin);
 PG_FUNCTION_INFO_V1(heapprof_test_leak);
 PG_FUNCTION_INFO_V1(heapprof_test_malloc_leak);
 PG_FUNCTION_INFO_V1(heapprof_test_malloc_twin);
+PG_FUNCTION_INFO_V1(heapprof_test_contexts);
 
 void *
 hpt_leaf_alloc(size_t size)
@@ -261,4 +262,56 @@ heapprof_test_spin(PG_FUNCTION_ARGS)
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
 	PG_RETURN_VOID();
+}
+
+/*
+ * One context of each allocator, kept under TopMemoryContext, filled with
+ * bytes each from the caller's context (MemoryContextAlloc, never palloc):
+ * half in 1000-byte chunks (new blocks), half in large chunks of their own
+ * (above the allocator's chunk limit), grown by repalloc where the
+ * allocator can (AllocSet, Generation); Slab's in its 256-byte chunks.
+ * Large chunks are sized so that, with their headers, they stay just below
+ * a jemalloc size class.
+ */
+static void
+fill(MemoryContext cxt, int64 bytes, Size large, bool grow)
+{
+	int64		n;
+
+	for (n = 0; n < bytes / 2; n += 1000)
+		(void) MemoryContextAlloc(cxt, 1000);
+	for (; n < bytes; n += grow ? 2 * large : large)
+	{
+		void	   *p = MemoryContextAllocHuge(cxt, large);
+
+		if (grow)
+			(void) repalloc_huge(p, 2 * large);
+	}
+}
+
+Datum
+heapprof_test_contexts(PG_FUNCTION_ARGS)
+{
+	int64		bytes = PG_GETARG_INT64(0);
+	MemoryContext slab;
+	int			made = 0;
+
+	if (bytes <= 0 || bytes > 1024 * 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bytes must be between 1 and 1GB")));
+	fill(AllocSetContextCreate(TopMemoryContext, "hpt aset", ALLOCSET_DEFAULT_SIZES), bytes, 65000, true);
+	made++;
+	fill(GenerationContextCreate(TopMemoryContext, "hpt generation", 0, 8192, 65536), bytes, 65000, true);
+	made++;
+	slab = SlabContextCreate(TopMemoryContext, "hpt slab", SLAB_DEFAULT_BLOCK_SIZE, 256);
+	for (int64 n = 0; n < bytes; n += 256)
+		(void) MemoryContextAlloc(slab, 256);
+	made++;
+#if PG_VERSION_NUM >= 170000
+	/* its chunk limit is an eighth of its largest block, 1 MB */
+	fill(BumpContextCreate(TopMemoryContext, "hpt bump", ALLOCSET_DEFAULT_SIZES), bytes, 2 * 1024 * 1024 - 128, false);
+	made++;
+#endif
+	PG_RETURN_INT32(made);
 }
