@@ -12,12 +12,19 @@
 #  - a finished statement's contexts (its portal, executor, SPI and
 #    PL/pgSQL contexts), deleted in between, hold nothing under their names
 #    after it: no name of a context holds more in heapprof than
-#    PostgreSQL counts for it, the 8 kB first blocks of hash tables
-#    ("dynahash") aside; the memory the statement left in the caches is
-#    theirs;
+#    PostgreSQL counts for it; the memory the statement left in the caches
+#    is theirs;
+#  - hash tables' contexts (named after their tables once hash_create has
+#    allocated in them) are theirs, first block and all: the hash tables
+#    every backend makes agree within 10 % (and 8 kB more: a block
+#    jemalloc rounds up to its next size class);
 #  - a context of each allocator (AllocSet, Generation, Slab, Bump on 17+)
 #    filled from another with small chunks and large ones grown by repalloc
 #    agrees the same way;
+#  - so do 20 contexts of 1 MB blocks made under a context no one
+#    allocates in, while reused contexts are moved under watched ones, and
+#    1 MB allocated in a context whose method table is heapprof's own copy
+#    (its doorbell) right after another was deleted and malloc'd over;
 #  - memory allocated into another context than the current one
 #    (MemoryContextAllocHuge(TopMemoryContext, ...) from a statement) is
 #    the other's; memory no context owns (8 MB of plain malloc) says so
@@ -66,6 +73,10 @@ SELECT heapprof_test_leak(3000000);
 SELECT heapprof_test_hold(8000000);
 -- every allocator's paths to malloc, each from another context: 4 MB each
 SELECT heapprof_test_contexts(4000000);
+-- contexts made under one no one allocates in, reused ones moved elsewhere
+SELECT heapprof_test_reuse(20, 1048576);
+-- 1 MB in a context whose method table is heapprof's own copy, after a deleted one
+SELECT heapprof_test_doorbell(1048448);
 \o
 -- the allocator split, and who holds what is outside
 \copy (SELECT context LIKE 'current: %', sum(bytes)::bigint FROM heapprof_stacks() WHERE context IS NOT NULL GROUP BY 1) TO 'SPLIT' WITH (DELIMITER '|')
@@ -87,10 +98,16 @@ cmp=$(awk -F'|' -v mine="$mine" 'NR == FNR { hp[$1] = $2; next }
 # of every name heapprof holds more under than PostgreSQL counts (not the
 # blocks no context owns, nor hash tables' first blocks)
 over=$(awk -F'|' 'NR == FNR { pg[$1] = $2; next }
-	$1 !~ /^current: / && $1 != "dynahash" && $2 > pg[$1] * 1.1 + 16384 { print $1 "|" $2 "|" pg[$1] + 0 }' "$w/pg" "$w/hp")
+	$1 !~ /^current: / && $1 != "new context" && $2 > pg[$1] * 1.1 + 16384 { print $1 "|" $2 "|" pg[$1] + 0 }' "$w/pg" "$w/hp")
+unnamed=$(awk -F'|' '$1 == "new context" { print $2 }' "$w/hp")
 dyn=$(awk -F'|' '$1 == "dynahash" { print $2 }' "$w/hp")
+# hash tables every backend makes (not those the postmaster made, before heapprof was loaded)
+hashes='^(Portal hash|Relcache by OID|smgr relation table|Operator class cache|Operator lookup cache|Type information cache|Record information cache|Event Trigger Cache|PrivateRefCount|TableSpace cache)$'
+disagree=$(awk -F'|' -v re="$hashes" 'NR == FNR { hp[$1] = $2; next }
+	$1 ~ re && (hp[$1] > $2 * 1.1 + 8192 || hp[$1] < $2 * 0.9) { print $1 "|" $2 "|" hp[$1] + 0 }' "$w/hp" "$w/pg")
+nhash=$(awk -F'|' -v re="$hashes" '$1 ~ re { n++ } END { print n + 0 }' "$w/pg")
 names=(CacheMemoryContext CachedPlanSource CachedPlanQuery 'index info' 'PL/pgSQL function' TopMemoryContext
-	'hpt aset' 'hpt generation' 'hpt slab')
+	'hpt aset' 'hpt generation' 'hpt slab' 'hpt A' 'heapprof doorbell')
 [ "$(q -c "SHOW server_version_num")" -lt 170000 ] || names+=('hpt bump')
 for name in "${names[@]}"; do
 	grep -q "^$name|" <<<"$cmp" || fail "$name is not above 512 kB in pg_backend_memory_contexts: $cmp"
@@ -113,5 +130,8 @@ inside=$(awk -F'|' '$1 == "f" { print $2 }' "$w/split")
 [ "${outside:-0}" -ge 8000000 ] && [ "${outside:-0}" -lt 12000000 ] ||
 	fail "outside memory contexts: ${outside:-0} bytes after 8 MB of plain malloc (split: $(cat "$w/split"))"
 [ "$(cut -d'|' -f1 "$w/outside")" = hpt_leaf_alloc ] || fail "outside memory contexts, on top: $(cat "$w/outside")"
-[ "${dyn:-0}" -le $((64 * 8192)) ] || fail "dynahash (hash tables' first blocks) holds $dyn bytes"
-echo "contexts: $(wc -l <<<"$cmp") above 512 kB agree with pg_backend_memory_contexts within $((worst / 10)).$((worst % 10)) % ($summary); no name holds more than PostgreSQL counts after a finished statement; hash tables' first blocks $((dyn / 1024)) kB; split: $((inside / 1024)) kB in contexts, $((outside / 1024)) kB outside (hpt_leaf_alloc on top)"
+[ -z "$dyn" ] || fail "hash tables' first blocks are labelled dynahash ($dyn bytes), not by their tables"
+[ "$nhash" -ge 8 ] && [ -z "$disagree" ] ||
+	fail "hash tables (of $nhash) that heapprof and pg_backend_memory_contexts disagree on (name|pg|heapprof): $disagree"
+[ "${unnamed:-0}" -le $((8 * 8192)) ] || fail "new context (first blocks of contexts not named) holds $unnamed bytes"
+echo "contexts: $(wc -l <<<"$cmp") above 512 kB agree with pg_backend_memory_contexts within $((worst / 10)).$((worst % 10)) % ($summary); no name holds more than PostgreSQL counts after a finished statement; $nhash hash tables agree; $((${unnamed:-0} / 1024)) kB unnamed; split: $((inside / 1024)) kB in contexts, $((outside / 1024)) kB outside (hpt_leaf_alloc on top)"

@@ -68,28 +68,27 @@ hpg_running_query_id(void)
 
 /*
  * A memory context method table's alloc and realloc (owner.c wraps them):
- * 16 dropped realloc's context (the chunk's own is GetMemoryChunkContext's:
- * owner.c's note is then the chunk, with the low bit set), 17 added flags to
- * both.
+ * 16 dropped realloc's context (the chunk's own is GetMemoryChunkContext's),
+ * 17 added flags to both.
  */
 #if PG_VERSION_NUM >= 170000
 #define HPG_ALLOC_PARAMS MemoryContext context, Size size, int flags
 #define HPG_ALLOC_ARGS context, size, flags
 #define HPG_REALLOC_PARAMS void *pointer, Size size, int flags
 #define HPG_REALLOC_ARGS pointer, size, flags
-#define HPG_REALLOC_NOTE ((uintptr_t) pointer | 1)
+#define HPG_REALLOC_OWNER GetMemoryChunkContext(pointer)
 #elif PG_VERSION_NUM >= 160000
 #define HPG_ALLOC_PARAMS MemoryContext context, Size size
 #define HPG_ALLOC_ARGS context, size
 #define HPG_REALLOC_PARAMS void *pointer, Size size
 #define HPG_REALLOC_ARGS pointer, size
-#define HPG_REALLOC_NOTE ((uintptr_t) pointer | 1)
+#define HPG_REALLOC_OWNER GetMemoryChunkContext(pointer)
 #else
 #define HPG_ALLOC_PARAMS MemoryContext context, Size size
 #define HPG_ALLOC_ARGS context, size
 #define HPG_REALLOC_PARAMS MemoryContext context, void *pointer, Size size
 #define HPG_REALLOC_ARGS context, pointer, size
-#define HPG_REALLOC_NOTE ((uintptr_t) context)
+#define HPG_REALLOC_OWNER context
 #endif
 
 /* 17 added the Bump allocator, whose method table owner.c wraps too. */

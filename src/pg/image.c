@@ -73,8 +73,8 @@ hpg_image_write(void *dst, const void *src, size_t len, int prot)
 	if (!(prot & PROT_WRITE) && mprotect((void *) lo, hi - lo, prot | PROT_WRITE) != 0)
 		return errno;
 	memcpy(dst, src, len);
-	if (!(prot & PROT_WRITE))
-		(void) mprotect((void *) lo, hi - lo, prot);
+	if (!(prot & PROT_WRITE) && mprotect((void *) lo, hi - lo, prot) != 0)
+		return errno;			/* written, but left writable: the caller undoes it */
 	return 0;
 }
 

@@ -34,8 +34,9 @@ extern int	hpg_image_protection(const void *addr, size_t len);
 
 /*
  * memcpy into [dst, dst + len), whose protection is prot: writable for the
- * write, then as it was.  0, or an errno (prot -1: ENOTSUP).  A plain
- * system call and copy: safe inside malloc.
+ * write, then as it was.  0, or an errno (prot -1: ENOTSUP; written but
+ * left writable when the protection could not be given back).  System
+ * calls and a copy: safe inside malloc.
  */
 extern int	hpg_image_write(void *dst, const void *src, size_t len, int prot);
 

@@ -51,10 +51,12 @@ static hp_query_slot queries[HP_LABEL_QUERIES];
 
 /*
  * Slot keys: a name's is its text's hash, a creating site's its address
- * with the top bit set.  A site's slot is named when its context is: it
- * says "new context" until then, and again for good when a second name
- * comes from the same site (PostgreSQL wants constant names, an extension
- * may not).
+ * with the top bit set.  A creating site is the creator's call and its
+ * caller's: hash_create makes every hash table's context from one call,
+ * named after the table, and its caller tells them apart.  A site's slot is
+ * named when its context is: it says "new context" until then, and again
+ * for good when a second name comes from the same site (PostgreSQL wants
+ * constant names, an extension may not).
  */
 #define SITE_BIT ((uintptr_t) 1 << (sizeof(uintptr_t) * 8 - 1))
 #define SITE_KEY(site) ((const void *) ((site) | SITE_BIT))
@@ -145,6 +147,13 @@ name_slot(MemoryContext c)
 	return context_slot(name_key(name), name);
 }
 
+/* A creating site's key: the creator's call and its caller's (or 0), as one. */
+static uintptr_t
+pair_key(uintptr_t site, uintptr_t caller)
+{
+	return (uintptr_t) ((uint64) site * UINT64CONST(0x9E3779B97F4A7C15)) ^ caller;
+}
+
 /* owner.c's answer for a creating site's slot: the context created there. */
 static void
 site_created(int slot, MemoryContext created)
@@ -213,7 +222,8 @@ hpg_labels_push(void **vec, unsigned *len, unsigned max_len)
 				vec[n++] = (void *) (uintptr_t) HP_LABEL_PC(HP_LABEL_OWNER, slot);
 			break;
 		case HPG_OWNER_CREATING:
-			if ((slot = context_slot(SITE_KEY(owner.site), UNNAMED)) >= 0)
+			slot = context_slot(SITE_KEY(pair_key(owner.site, owner.caller)), UNNAMED);
+			if (slot >= 0)
 			{
 				vec[n++] = (void *) (uintptr_t) HP_LABEL_PC(HP_LABEL_OWNER, slot);
 				hpg_owner_expect(slot, site_created);

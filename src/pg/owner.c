@@ -7,48 +7,53 @@
  * new context's first block are all charged elsewhere by
  * CurrentMemoryContext.  PostgreSQL has no allocation hook, but every block
  * an allocator mallocs is asked for inside its alloc or realloc method,
- * which is handed the context (or, 16+, the chunk it belongs to).  So the
- * alloc and realloc entries of each allocator's method table -- AllocSet,
- * Generation, Slab, Bump (17+) -- are wrapped here while the process
- * samples (labels.c says when): the wrapper notes what it is handed and
- * jumps to the allocator's own, two instructions on every palloc and no
- * frame.  The tables are const: patch.c writes them.
+ * which is handed the context (or, 16+, the chunk, whose context
+ * GetMemoryChunkContext tells).  So the alloc and realloc entries of each
+ * allocator's method table -- AllocSet, Generation, Slab, Bump (17+) -- are
+ * wrapped here while the process samples (labels.c says when): the wrapper
+ * notes the context and jumps to the allocator's own, two instructions on
+ * every palloc and no frame.  The tables are const: image.c writes them.
  *
  * The note is trusted only when the sampled malloc was called from one of
  * the allocators' own functions (the executable's innermost frame is in
- * one): then that allocator is running, it was entered through its wrapper
- * (every context of 16+ uses these four tables; on 15 a table of an
- * extension's own is not wrapped, and its allocator is not one of those
- * functions), and nothing it runs allocates from a context -- so the note
- * is its own.  Those functions are learned once, before wrapping: the
+ * one): then that allocator is running, entered through its wrapper, and
+ * nothing it runs allocates from a context -- so the note is its own.
+ * Every context of 16+ uses these four tables, and on 15 an extension's own
+ * allocator is not one of those functions; C code that gives a context a
+ * copy of a table, or calls an allocator directly, goes round the wrapper
+ * (heapprof's own copy, target.c's doorbell, forwards to the table): the
+ * note is then an earlier context's -- never a deleted one's: deletion
+ * takes it back.  The functions are learned once, before wrapping: the
  * executable's slots for malloc and realloc point at learning functions
  * while a throwaway context of each kind takes every path that mallocs (a
- * large chunk, new blocks growing to their largest, growth, and a first
- * malloc refused, for the retry), and the function each call comes from
- * (by the unwinder's tables: 17+ mallocs from helpers, a compiler may copy
- * a call into two places or move it to a cold part) is one.  Elsewhere --
- * a platform whose relocations image.c does not know, a path not taken --
- * the note is not trusted and the label says "current: NAME".
+ * large chunk, new blocks growing, growth, and a first malloc refused, for
+ * the retry), and the function each call comes from (by the unwinder's
+ * tables: 17+ mallocs from helpers, a compiler may copy a call into two
+ * places or move it to a cold part) is one.  Elsewhere -- a platform whose
+ * relocations image.c does not know, a path not taken -- the note is not
+ * trusted and the label says "current: NAME".
  *
  * A context's first block holds the context itself, malloc'd by its creator
  * (AllocSetContextCreateInternal, GenerationContextCreate, ...) before it
  * has a name anyone can see.  Its sample is labelled by the creator's call
- * site, and the context created there names the site.  It is found at the
- * next context operation or sample -- the hook puts the settling wrappers
- * in the tables until then: the next alloc, realloc or delete looks first
- * -- as a likely parent's child inserted first since the sample.  The
- * likely parents: the current context, the well-known ones, their parents,
- * and the newest child of each.  Otherwise the site stays unnamed.
+ * site, and the context created there names the site.  While the tables
+ * are wrapped, the executable's malloc is owned_malloc, which keeps the
+ * address a sampled creation returns: that is the context, named at the
+ * next context operation or sample (the hook puts settling wrappers in the
+ * tables until then: the next alloc, realloc or delete -- the context's own
+ * deletion too -- looks first), or, for a hash table, once hash_create has
+ * named it after its table.
  *
  * AllocSet keeps up to 100 deleted contexts of the usual sizes for reuse,
  * first block and all, and a reused one is made without malloc: a sampled
  * first block would stay labelled with the site it was made at first, under
  * the name of a context long gone, inside a live one that pgbmc counts it
- * for.  So a context found for a sampled first block is deleted for good:
- * its freeListIndex (private to aset.c) is set to -1.  Where that field
- * is, the probe finds out: the one int that three contexts of the default,
- * the small and other sizes have as 0, 1 and -1.  Other contexts are reused
- * as PostgreSQL does: their first blocks are in no sample.
+ * for.  So a context whose first block was sampled is deleted for good: its
+ * freeListIndex (private to aset.c) is set to -1 when it is named.  Where
+ * that field is, the probe finds out: the one int that three contexts of
+ * the default, the small and other sizes have as 0, 1 and -1.  Other
+ * contexts are reused as PostgreSQL does: their first blocks are in no
+ * sample.
  */
 #include "postgres.h"
 
@@ -84,11 +89,11 @@ static MemoryContextMethods sets[NSETS][NKINDS];
 static int	shown = ORIG;
 
 /*
- * What the innermost alloc or realloc running was handed: its context, or
- * (realloc, 16+) its chunk with the low bit set.  Read only when the
- * sampled malloc vouches for it (the header comment).
+ * The context of the innermost alloc or realloc running, or of one since
+ * returned (but never of one deleted).  Read only when the sampled malloc
+ * vouches for it (the header comment).
  */
-static uintptr_t note;
+static MemoryContext note;
 
 /* The starts of the allocators' functions that call malloc or realloc. */
 #define NALLOCATORS 32
@@ -98,19 +103,27 @@ static int	nallocators;
 /* The starts of the functions that malloc a new context. */
 static uintptr_t creators[NKINDS];
 
-/* A new context whose name is awaited: the likely parents' first children before it. */
-#define NUSUAL 9
-#define NPARENTS (4 * NUSUAL)
-/* Children of a likely parent looked at for the one inserted first since. */
-#define WALK 64
+/*
+ * A new context whose name is awaited (token >= 0): its address, as the
+ * sampled malloc that made it returned it to its creator (owned_malloc).
+ */
 static struct
 {
 	int			token;			/* -1: none awaited */
 	void		(*named) (int token, MemoryContext created);
-	int			n;
-	MemoryContext parent[NPARENTS];
-	MemoryContext first[NPARENTS];
+	bool		taking;			/* the sampled malloc has not returned yet */
+	MemoryContext created;		/* then what it returned */
+	int			waits;			/* context operations since, waiting for a hash table's name */
 }			expected = {.token = -1};
+
+/* Operations a hash table's context is waited for before it is named as it is. */
+#define MAX_WAITS 64
+
+/* The executable's slot for malloc, its protection, and what it held. */
+static void **malloc_slot;
+static int	malloc_prot = -1;
+static void *(*real_malloc) (size_t);
+static bool redirected;
 
 /* Every table as in sets[which], or none changed: 0, or an errno. */
 static int
@@ -126,8 +139,8 @@ show(int which)
 			err = hpg_image_write(tables[done], &sets[which][done], sizeof(MemoryContextMethods), prot[done]);
 	if (err != 0)
 	{
-		/* back to as it was: the tables before the one that failed were written */
-		for (done -= 2; done >= 0; done--)
+		/* back to as it was: the tables up to the one that failed may be written */
+		for (done -= 1; done >= 0; done--)
 			if (tables[done] != NULL)
 				(void) hpg_image_write(tables[done], &sets[shown][done], sizeof(MemoryContextMethods), prot[done]);
 		return err;
@@ -136,141 +149,126 @@ show(int which)
 	return 0;
 }
 
-/* The context the note names. */
-static MemoryContext
-noted(void)
-{
-	if (note & 1)
-		return GetMemoryChunkContext((void *) (note & ~(uintptr_t) 1));
-	return (MemoryContext) note;
-}
-
-/* The awaited context named, if found; the noting wrappers back. */
+/*
+ * The awaited context named, once it is linked and named (by now its
+ * creator has returned), and the noting wrappers back.  A hash table's
+ * context is named after the table, after its first allocation: it is
+ * waited for (unless going, being deleted, or forced: another is awaited).
+ */
 static void
-settle(void)
+settle(MemoryContext going, bool force)
 {
 	int			token = expected.token;
+	MemoryContext c = expected.created;
 
 	if (token < 0)
 		return;
+	if (c != NULL && c != going && !force && c->ident == NULL && c->name != NULL &&
+		strcmp(c->name, "dynahash") == 0 && ++expected.waits < MAX_WAITS)
+		return;
 	expected.token = -1;
+	expected.taking = false;
+	expected.created = NULL;
 	if (shown == SETTLING)
 		(void) show(FAST);
-	for (int k = 0; k < expected.n; k++)
-	{
-		MemoryContext p = expected.parent[k];
-		MemoryContext c = p->firstchild;
-
-		/* children are inserted first: the one before the old first is the earliest since */
-		for (int step = 0; c != NULL && c != expected.first[k] && step < WALK; step++, c = c->nextchild)
-		{
-			if (c->nextchild != expected.first[k])
-				continue;
-			if (c->name == NULL)
-				return;
-			if (c->methods == tables[ASET] && freelist_at >= 0)
-				*(int *) ((char *) c + freelist_at) = -1;	/* its first block dies with it */
-			expected.named(token, c);
-			return;
-		}
-	}
+	if (c == NULL || c->name == NULL)
+		return;					/* its malloc failed, or was not seen */
+	if (c->methods == tables[ASET] && freelist_at >= 0)
+		*(int *) ((char *) c + freelist_at) = -1;	/* its first block dies with it */
+	expected.named(token, c);
 }
 
 void
 hpg_owner_settle(void)
 {
-	settle();
-}
-
-/*
- * c, when not NULL nor known yet, as a likely parent: only one whose table
- * is wrapped, so that its deletion settles first (a context with a table
- * of its own could go unseen, and be read after it is freed).
- */
-static void
-add_parent(MemoryContext c)
-{
-	bool		wrapped = false;
-
-	if (c == NULL || expected.n >= NPARENTS)
-		return;
-	for (int k = 0; k < NKINDS && !wrapped; k++)
-		wrapped = tables[k] != NULL && c->methods == tables[k];
-	if (!wrapped)
-		return;
-	for (int k = 0; k < expected.n; k++)
-		if (expected.parent[k] == c)
-			return;
-	expected.parent[expected.n] = c;
-	expected.first[expected.n] = c->firstchild;
-	expected.n++;
+	settle(NULL, false);
 }
 
 void
 hpg_owner_expect(int token, void (*named) (int token, MemoryContext created))
 {
-	MemoryContext usual[NUSUAL] = {CurrentMemoryContext, TopMemoryContext, CacheMemoryContext,
-		MessageContext, TopTransactionContext, CurTransactionContext, PortalContext, ErrorContext,
-	PostmasterContext};
-	int			n;
-
-	settle();					/* an earlier one: its creator has returned */
-	expected.n = 0;
-	for (int i = 0; i < NUSUAL; i++)
-		add_parent(usual[i]);
-	/* their parents (a portal's: TopPortalContext), and the newest child of each */
-	for (int i = 0; i < NUSUAL; i++)
-		if (usual[i] != NULL)
-			add_parent(usual[i]->parent);
-	n = expected.n;
-	for (int k = 0; k < n; k++)
-		add_parent(expected.first[k]);
+	settle(NULL, true);			/* an earlier one: its creator has returned */
+	if (!redirected)
+		return;					/* its address would not be seen */
 	expected.named = named;
+	expected.taking = true;
+	expected.created = NULL;
+	expected.waits = 0;
 	expected.token = token;
-	/* the next context operation settles; unless the tables cannot be written: a parent's deletion would go unseen */
+	/* the next context operation settles; unless the tables cannot be written: its deletion would go unseen */
 	if (show(SETTLING) != 0)
+	{
 		expected.token = -1;
+		expected.taking = false;
+	}
+}
+
+/*
+ * The executable's malloc while the tables are wrapped: the address of a
+ * context whose making the hook saw sampled, as it returns.
+ */
+OWNER_TEXT static void *
+owned_malloc(size_t size)
+{
+	void	   *p = real_malloc(size);
+
+	if (unlikely(expected.taking))
+	{
+		expected.taking = false;
+		expected.created = p;
+	}
+	return p;
 }
 
 /*
  * The wrappers, per allocator: note what the allocator is handed and jump
  * to it -- on every palloc, so as little as can be: the note is neither
- * checked nor put back (the header comment says when it is read).  The
- * settling ones look for an awaited context first, then put the noting
+ * checked nor put back (the header comment says when it is read); only a
+ * context's deletion takes it back, so that it never names freed memory.
+ * The settling ones look for an awaited context first, then put the noting
  * ones back.
  */
 #define WRAP_ALLOC(K) \
 OWNER_TEXT static void * \
 alloc_##K(HPG_ALLOC_PARAMS) \
 { \
-	note = (uintptr_t) context; \
+	note = context; \
 	return sets[ORIG][K].alloc(HPG_ALLOC_ARGS); \
 } \
 OWNER_TEXT static void * \
 settling_alloc_##K(HPG_ALLOC_PARAMS) \
 { \
-	settle(); \
-	note = (uintptr_t) context; \
+	settle(NULL, false); \
+	note = context; \
 	return sets[ORIG][K].alloc(HPG_ALLOC_ARGS); \
+} \
+static void \
+delete_##K(MemoryContext context) \
+{ \
+	if (note == context) \
+		note = NULL; \
+	sets[ORIG][K].delete_context(context); \
 } \
 static void \
 settling_delete_##K(MemoryContext context) \
 { \
-	settle(); \
+	settle(context, false); \
+	if (note == context) \
+		note = NULL; \
 	sets[ORIG][K].delete_context(context); \
 }
 #define WRAP_REALLOC(K) \
 OWNER_TEXT static void * \
 realloc_##K(HPG_REALLOC_PARAMS) \
 { \
-	note = HPG_REALLOC_NOTE; \
+	note = HPG_REALLOC_OWNER; \
 	return sets[ORIG][K].realloc(HPG_REALLOC_ARGS); \
 } \
 OWNER_TEXT static void * \
 settling_realloc_##K(HPG_REALLOC_PARAMS) \
 { \
-	settle(); \
-	note = HPG_REALLOC_NOTE; \
+	settle(NULL, false); \
+	note = HPG_REALLOC_OWNER; \
 	return sets[ORIG][K].realloc(HPG_REALLOC_ARGS); \
 }
 
@@ -313,7 +311,6 @@ find_freelist_index(void)
 /* Learning where the allocators call malloc and realloc: see the header comment. */
 static bool learning;
 static bool refuse_next;		/* the next malloc learned returns NULL */
-static void *(*real_malloc) (size_t);
 static void *(*real_realloc) (void *, size_t);
 
 /* The function holding the return address ret, as one of the allocators'. */
@@ -430,6 +427,9 @@ learn_allocators(MemoryContext *probes)
 		}
 	}
 	PG_END_TRY();
+	/* for owned_malloc while wrapped */
+	malloc_slot = mslot;
+	malloc_prot = mprot;
 }
 
 /* What wrapping needs and a forked process inherits: the sets of tables, their pages' protection, the creators. */
@@ -451,6 +451,7 @@ prepare(void)
 				f->realloc = realloc_ASET;
 				s->alloc = settling_alloc_ASET;
 				s->realloc = settling_realloc_ASET;
+				f->delete_context = delete_ASET;
 				s->delete_context = settling_delete_ASET;
 				break;
 			case GENERATION:
@@ -458,16 +459,19 @@ prepare(void)
 				f->realloc = realloc_GENERATION;
 				s->alloc = settling_alloc_GENERATION;
 				s->realloc = settling_realloc_GENERATION;
+				f->delete_context = delete_GENERATION;
 				s->delete_context = settling_delete_GENERATION;
 				break;
 			case SLAB:
 				f->alloc = alloc_SLAB;
 				s->alloc = settling_alloc_SLAB;
+				f->delete_context = delete_SLAB;
 				s->delete_context = settling_delete_SLAB;
 				break;
 			case BUMP:
 				f->alloc = alloc_BUMP;
 				s->alloc = settling_alloc_BUMP;
+				f->delete_context = delete_BUMP;
 				s->delete_context = settling_delete_BUMP;
 				break;
 		}
@@ -543,8 +547,18 @@ hpg_owner_wrap(bool on)
 	if (!probed || on == (shown != ORIG))
 		return;
 	expected.token = -1;
-	note = 0;
+	expected.taking = false;
+	expected.created = NULL;
+	note = NULL;
 	err = show(on ? FAST : ORIG);
+	if (err == 0 && malloc_slot != NULL && on != redirected)
+	{
+		/* owned_malloc, for the address of a sampled new context; or back */
+		void	   *to = on ? (void *) owned_malloc : (void *) real_malloc;
+
+		if (hpg_image_write(malloc_slot, &to, sizeof(to), malloc_prot) == 0)
+			redirected = on;
+	}
 	if (err != 0 && !logged)
 	{
 		logged = true;
@@ -624,14 +638,15 @@ hpg_owner_of(void **vec, unsigned *len, hpg_owner *out)
 			uintptr_t	f = function_of(pc);
 
 			caller_seen = true;
-			if (f != 0 && among(f, allocators, nallocators))
+			if (f != 0 && among(f, allocators, nallocators) && note != NULL)
 			{
-				out->context = noted();
+				out->context = note;
 				kind = HPG_OWNER_CONTEXT;
 			}
 			else if (f != 0 && among(f, creators, NKINDS) && i + 1 < *len)
 			{
 				out->site = (uintptr_t) vec[i + 1];
+				out->caller = i + 2 < *len ? (uintptr_t) vec[i + 2] : 0;
 				kind = HPG_OWNER_CREATING;
 			}
 		}

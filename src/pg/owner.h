@@ -20,6 +20,7 @@ typedef struct hpg_owner
 {
 	MemoryContext context;
 	uintptr_t	site;			/* the return address into the creator's caller */
+	uintptr_t	caller;			/* and into that one's caller, or 0 */
 } hpg_owner;
 
 /*
@@ -51,10 +52,11 @@ extern void hpg_owner_wrap(bool on);
 extern hpg_owner_kind hpg_owner_of(void **vec, unsigned *len, hpg_owner *out);
 
 /*
- * After HPG_OWNER_CREATING: call named(token, context) with the new context
- * once it is linked under its parent and in use -- at the next context
- * operation or sampled malloc, before any context is freed -- or never, when
- * it cannot be told apart.  named must not allocate, lock or raise.
+ * After HPG_OWNER_CREATING, in the same hook: call named(token, context)
+ * with the new context once it is linked under its parent and named -- at
+ * the next context operation or sampled malloc (a hash table's, once it has
+ * the table's name), before it is freed -- or never, when its address could
+ * not be seen.  named must not allocate, lock or raise.
  */
 extern void hpg_owner_expect(int token, void (*named) (int token, MemoryContext created));
 

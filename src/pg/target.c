@@ -31,8 +31,7 @@
 
 static emit_log_hook_type prev_emit_log_hook;
 static MemoryContextMethods doorbell_methods;
-static void (*aset_stats) (MemoryContext, MemoryStatsPrintFunc, void *,
-						   MemoryContextCounters *, bool);
+static const MemoryContextMethods *aset_methods;	/* AllocSet's own table */
 
 /* Carry out one request on this process. */
 static void
@@ -273,9 +272,32 @@ static void
 doorbell_stats(MemoryContext context, MemoryStatsPrintFunc printfunc, void *passthru,
 			   MemoryContextCounters *totals, bool print_to_stderr)
 {
-	aset_stats(context, printfunc, passthru, totals, print_to_stderr);
+	aset_methods->stats(context, printfunc, passthru, totals, print_to_stderr);
 	if (!print_to_stderr)
 		serve_requests();
+}
+
+/*
+ * The doorbell's alloc, realloc and delete: AllocSet's, through its table as
+ * it is when called -- owner.c wraps these entries while the process
+ * samples, and a copy taken once would go round the wrappers.
+ */
+static void *
+doorbell_alloc(HPG_ALLOC_PARAMS)
+{
+	return aset_methods->alloc(HPG_ALLOC_ARGS);
+}
+
+static void *
+doorbell_realloc(HPG_REALLOC_PARAMS)
+{
+	return aset_methods->realloc(HPG_REALLOC_ARGS);
+}
+
+static void
+doorbell_delete(MemoryContext context)
+{
+	aset_methods->delete_context(context);
 }
 
 void
@@ -288,8 +310,11 @@ hpg_target_init(void)
 
 	/* an AllocSet context whose method table differs only in stats */
 	doorbell = AllocSetContextCreate(TopMemoryContext, "heapprof doorbell", ALLOCSET_SMALL_SIZES);
-	doorbell_methods = *doorbell->methods;
-	aset_stats = doorbell_methods.stats;
+	aset_methods = doorbell->methods;
+	doorbell_methods = *aset_methods;
 	doorbell_methods.stats = doorbell_stats;
+	doorbell_methods.alloc = doorbell_alloc;
+	doorbell_methods.realloc = doorbell_realloc;
+	doorbell_methods.delete_context = doorbell_delete;
 	doorbell->methods = &doorbell_methods;
 }

@@ -32,6 +32,18 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'heapprof_test_malloc_twin' LANGUAGE C STRI
 CREATE FUNCTION heapprof_test_contexts(bytes bigint)
 RETURNS integer AS 'MODULE_PATHNAME', 'heapprof_test_contexts' LANGUAGE C STRICT;
 
+-- n times: a context "hpt F" deleted onto AllocSet's freelist, one "hpt A"
+-- of blk-byte blocks under a context no one allocates in, and one "hpt B"
+-- under the current context (F's reused), moved and allocated in.
+CREATE FUNCTION heapprof_test_reuse(n integer, blk integer)
+RETURNS integer AS 'MODULE_PATHNAME', 'heapprof_test_reuse' LANGUAGE C STRICT;
+
+-- bytes allocated in heapprof's "heapprof doorbell" context (a method table
+-- of heapprof's own) right after another context was deleted and its memory
+-- malloc'd over.
+CREATE FUNCTION heapprof_test_doorbell(bytes integer)
+RETURNS integer AS 'MODULE_PATHNAME', 'heapprof_test_doorbell' LANGUAGE C STRICT;
+
 -- Busy-loop for the given seconds without checking for interrupts, like
 -- code that does not reach CHECK_FOR_INTERRUPTS (for timeout tests).
 CREATE FUNCTION heapprof_test_spin(seconds float8)

@@ -42,6 +42,8 @@ PG_FUNCTION_INFO_V1(heapprof_test_leak);
 PG_FUNCTION_INFO_V1(heapprof_test_malloc_leak);
 PG_FUNCTION_INFO_V1(heapprof_test_malloc_twin);
 PG_FUNCTION_INFO_V1(heapprof_test_contexts);
+PG_FUNCTION_INFO_V1(heapprof_test_reuse);
+PG_FUNCTION_INFO_V1(heapprof_test_doorbell);
 
 void *
 hpt_leaf_alloc(size_t size)
@@ -314,4 +316,73 @@ heapprof_test_contexts(PG_FUNCTION_ARGS)
 	made++;
 #endif
 	PG_RETURN_INT32(made);
+}
+
+/*
+ * n times: a context of "hpt F" deleted (onto AllocSet's freelist), one of
+ * "hpt A" of blk-byte blocks made under a context no one allocates in, and
+ * one of "hpt B" made under the current context (reusing F's, without
+ * malloc), moved under TopMemoryContext and allocated in.  Each A's first
+ * block is A's; B's are B's.
+ */
+Datum
+heapprof_test_reuse(PG_FUNCTION_ARGS)
+{
+	int			n = PG_GETARG_INT32(0);
+	int			blk = PG_GETARG_INT32(1);
+	MemoryContext q;
+
+	if (n < 0 || n > 1000 || blk < 8192 || blk > 8 * 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n must be between 0 and 1000, blk between 8kB and 8MB")));
+	q = AllocSetContextCreate(AllocSetContextCreate(TopMemoryContext, "hpt P", ALLOCSET_SMALL_SIZES),
+							  "hpt Q", ALLOCSET_SMALL_SIZES);
+	for (int i = 0; i < n; i++)
+	{
+		MemoryContext b;
+
+		MemoryContextDelete(AllocSetContextCreate(q, "hpt F", ALLOCSET_DEFAULT_SIZES));
+		(void) AllocSetContextCreate(q, "hpt A", 0, blk, blk);
+		b = AllocSetContextCreate(CurrentMemoryContext, "hpt B", ALLOCSET_DEFAULT_SIZES);
+		MemoryContextSetParent(b, TopMemoryContext);
+		(void) MemoryContextAlloc(b, 16);
+	}
+	PG_RETURN_INT32(n);
+}
+
+/*
+ * bytes allocated in heapprof's doorbell context (an AllocSet context with
+ * a method table of heapprof's own), right after a context of 1 MB blocks
+ * was allocated in, deleted, and its memory malloc'd over with garbage.
+ */
+Datum
+heapprof_test_doorbell(PG_FUNCTION_ARGS)
+{
+	int32		bytes = PG_GETARG_INT32(0);
+	MemoryContext door = NULL;
+	MemoryContext x;
+	char	   *junk[16];
+
+	if (bytes <= 0 || (Size) bytes > MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bytes must be between 1 and %zu", MaxAllocSize)));
+	for (MemoryContext c = TopMemoryContext->firstchild; c != NULL; c = c->nextchild)
+		if (strcmp(c->name, "heapprof doorbell") == 0)
+			door = c;
+	if (door == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("heapprof is not loaded in this process")));
+	x = AllocSetContextCreate(TopMemoryContext, "hpt deleted", 0, 1024 * 1024, 1024 * 1024);
+	(void) MemoryContextAlloc(x, 16);
+	MemoryContextDelete(x);
+	for (int i = 0; i < lengthof(junk); i++)
+		if ((junk[i] = malloc(1024 * 1024 + 64)) != NULL)
+			memset(junk[i], 0x41, 4096);
+	(void) MemoryContextAlloc(door, bytes);
+	for (int i = 0; i < lengthof(junk); i++)
+		free(junk[i]);
+	PG_RETURN_INT32(bytes);
 }
