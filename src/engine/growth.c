@@ -490,6 +490,64 @@ cmp_suspect(const void *x, const void *y)
 	return (a->start > b->start) - (a->start < b->start);
 }
 
+/* Bytes [lo, hi) rotated so that the last size of them come first. */
+static void
+rotate_right(unsigned char *lo, unsigned char *hi, size_t size)
+{
+	/* three reversals: of the part before the last row, of that row, of all */
+	unsigned char *parts[3][2] = {{lo, hi - size}, {hi - size, hi}, {lo, hi}};
+
+	for (int k = 0; k < 3; k++)
+		for (unsigned char *a = parts[k][0], *b = parts[k][1]; b - a > 1; a++)
+		{
+			unsigned char t = *a;
+
+			*a = *--b;
+			*b = t;
+		}
+}
+
+void
+hp_growth_functions_first(void *rows, size_t n, size_t size, const hp_growth_reader *r)
+{
+	unsigned char *v = rows;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		const void *x = v + i * size;
+
+		if (r->is_function(x))
+			continue;
+		for (size_t j = i + 1; j < n && r->rate(v + j * size) >= 0.9 * r->rate(x); j++)
+			if (r->is_function(v + j * size) && r->same_series(v + j * size, x))
+			{
+				rotate_right(v + i * size, v + (j + 1) * size, size);
+				break;
+			}
+	}
+}
+
+static bool
+suspect_is_function(const void *row)
+{
+	return ((const hp_suspect *) row)->kind == HP_HIST_FUNCTION;
+}
+
+static double
+suspect_rate(const void *row)
+{
+	return ((const hp_suspect *) row)->bytes_per_hour;
+}
+
+static bool
+suspect_same_series(const void *a, const void *b)
+{
+	const hp_suspect *x = a;
+	const hp_suspect *y = b;
+
+	return x->pid == y->pid && x->start == y->start;
+}
+
 /* The name of a name index, NUL-terminated in the arena. */
 static const char *
 name_text(growth *g, uint32_t id)
@@ -613,7 +671,12 @@ hp_growth(hp_arena *a, const hp_hist_tick *ticks, size_t n, const hp_growth_opti
 		res[nres++] = *x;
 	}
 	if (nres > 1)
+	{
+		static const hp_growth_reader reader = {suspect_is_function, suspect_rate, suspect_same_series};
+
 		qsort(res, nres, sizeof(hp_suspect), cmp_suspect);
+		hp_growth_functions_first(res, nres, sizeof(hp_suspect), &reader);
+	}
 	hp_work(a->env, nres);
 	*out = res;
 	return nres;

@@ -129,6 +129,23 @@ typedef struct hp_suspect
 extern size_t hp_growth(hp_arena *a, const hp_hist_tick *ticks, size_t n,
 						const hp_growth_options *o, hp_suspect **out);
 
+/* What hp_growth_functions_first reads of a row of suspects, whatever holds it. */
+typedef struct hp_growth_reader
+{
+	bool		(*is_function) (const void *row);
+	double		(*rate) (const void *row);	/* bytes per hour */
+	bool		(*same_series) (const void *a, const void *b);	/* the same process, or across */
+} hp_growth_reader;
+
+/*
+ * The order suspects are shown in, here and wherever they are merged (the
+ * client's --growth --merge): rows sorted fastest first, then each row of
+ * another kind put behind the first function of its series that grows
+ * within a tenth of its rate -- the function is what holds the memory, the
+ * statement or context where.  n rows of size bytes; hp_growth's are in it.
+ */
+extern void hp_growth_functions_first(void *rows, size_t n, size_t size, const hp_growth_reader *r);
+
 /* ---- the timeline (render_timeline.c) ---- */
 
 typedef struct hp_timeline_options

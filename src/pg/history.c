@@ -347,41 +347,13 @@ kinds_arg(FunctionCallInfo fcinfo, int arg)
 	return 0;
 }
 
-/*
- * The same leak is usually a function, its statement and a context, at
- * rates a sampled heap makes a little different: the function, which says
- * where, goes first among rates within a tenth of each other (of the same
- * process, per process).
- */
-static void
-functions_first(hp_suspect *rows, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-	{
-		if (rows[i].kind == HP_HIST_FUNCTION)
-			continue;
-		for (size_t j = i + 1; j < n && rows[j].bytes_per_hour >= 0.9 * rows[i].bytes_per_hour; j++)
-			if (rows[j].kind == HP_HIST_FUNCTION && rows[j].pid == rows[i].pid && rows[j].start == rows[i].start)
-			{
-				hp_suspect	f = rows[j];
-
-				memmove(&rows[i + 1], &rows[i], (j - i) * sizeof(*rows));
-				rows[i] = f;
-				break;
-			}
-	}
-}
-
-/* The suspects of o's window among the processes the caller may see (all: every one), functions first. */
+/* The suspects of o's window among the processes the caller may see (all: every one). */
 static size_t
 suspects(hp_arena *a, const hp_growth_options *o, bool all, hp_suspect **rows)
 {
 	size_t		n;
 	hp_hist_tick *ticks = load(a, o->from, o->to, GROWTH_TICKS, all, 0, &n);
-	size_t		nrows = hp_growth(a, ticks, n, o, rows);
-
-	functions_first(*rows, nrows);
-	return nrows;
+	return hp_growth(a, ticks, n, o, rows);
 }
 
 static void

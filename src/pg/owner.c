@@ -22,8 +22,8 @@
  * allocator is not one of those functions; C code that gives a context a
  * copy of a table, or calls an allocator directly, goes round the wrapper
  * (heapprof's own copy, target.c's doorbell, forwards to the table): the
- * note is then an earlier context's -- never a deleted one's: deletion
- * takes it back.  The functions are learned once, before wrapping: the
+ * note is then an earlier context's -- never one whose memory was freed:
+ * owned_free takes it back.  The functions are learned once, before wrapping: the
  * executable's slots for malloc and realloc point at learning functions
  * while a throwaway context of each kind takes every path that mallocs (a
  * large chunk, new blocks growing, growth, and a first malloc refused, for
@@ -37,12 +37,16 @@
  * (AllocSetContextCreateInternal, GenerationContextCreate, ...) before it
  * has a name anyone can see.  Its sample is labelled by the creator's call
  * site, and the context created there names the site.  While the tables
- * are wrapped, the executable's malloc is owned_malloc, which keeps the
- * address a sampled creation returns: that is the context, named at the
- * next context operation or sample (the hook puts settling wrappers in the
- * tables until then: the next alloc, realloc or delete -- the context's own
- * deletion too -- looks first), or, for a hash table, once hash_create has
- * named it after its table.
+ * are wrapped, the executable's malloc and free are owned_malloc and
+ * owned_free.  The first keeps the address a sampled creation returns: the
+ * context, named at the next context operation or sample (the hook puts
+ * settling wrappers in the tables until then: the next alloc, realloc or
+ * delete -- the context's own deletion too -- looks first), or, for a hash
+ * table, once hash_create has named it after its table.  The second names
+ * it when its memory goes, and takes back a note of a context whose memory
+ * goes, whichever table its deletion took.  In another thread than the
+ * process's own (an extension's), none of this is touched: the owner of a
+ * block malloc'd there is not known.
  *
  * AllocSet keeps up to 100 deleted contexts of the usual sizes for reuse,
  * first block and all, and a reused one is made without malloc: a sampled
@@ -56,6 +60,8 @@
  * sample.
  */
 #include "postgres.h"
+
+#include <pthread.h>
 
 #include "utils/memutils.h"
 
@@ -119,11 +125,30 @@ static struct
 /* Operations a hash table's context is waited for before it is named as it is. */
 #define MAX_WAITS 64
 
-/* The executable's slot for malloc, its protection, and what it held. */
+/*
+ * The executable's slots for malloc and free, pointed at owned_malloc and
+ * owned_free while the tables are wrapped: their pages' protection, what
+ * they held.
+ */
 static void **malloc_slot;
+static void **free_slot;
 static int	malloc_prot = -1;
+static int	free_prot = -1;
 static void *(*real_malloc) (size_t);
+static void (*real_free) (void *);
 static bool redirected;
+
+/*
+ * The thread that wraps, the process's own: in another (an extension's), a
+ * sample's owner is not known, and nothing here is touched.
+ */
+static pthread_t sampler;
+
+static inline bool
+in_sampler(void)
+{
+	return pthread_equal(pthread_self(), sampler);
+}
 
 /* Every table as in sets[which], or none changed: 0, or an errno. */
 static int
@@ -181,12 +206,15 @@ settle(MemoryContext going, bool force)
 void
 hpg_owner_settle(void)
 {
-	settle(NULL, false);
+	if (shown != ORIG && in_sampler())
+		settle(NULL, false);
 }
 
 void
 hpg_owner_expect(int token, void (*named) (int token, MemoryContext created))
 {
+	if (!in_sampler())
+		return;
 	settle(NULL, true);			/* an earlier one: its creator has returned */
 	if (!redirected)
 		return;					/* its address would not be seen */
@@ -212,12 +240,62 @@ owned_malloc(size_t size)
 {
 	void	   *p = real_malloc(size);
 
-	if (unlikely(expected.taking))
+	if (unlikely(expected.taking) && in_sampler())
 	{
 		expected.taking = false;
 		expected.created = p;
 	}
 	return p;
+}
+
+/*
+ * And its free: a context's memory going (by whatever table its deletion
+ * took: a copy of one, taken before sampling, is not wrapped) is no longer
+ * noted nor awaited -- named now, while it is whole.
+ */
+OWNER_TEXT static void
+owned_free(void *p)
+{
+	if (unlikely(p != NULL && (p == (void *) note || p == (void *) expected.created)) && in_sampler())
+	{
+		if (p == (void *) expected.created)
+			settle((MemoryContext) p, true);
+		if (p == (void *) note)
+			note = NULL;
+	}
+	real_free(p);
+}
+
+/* Both slots at owned_malloc and owned_free, or both back, or neither changed: 0, or an errno. */
+static int
+redirect(bool on)
+{
+	void	   *to[2] = {on ? (void *) owned_malloc : (void *) real_malloc,
+	on ? (void *) owned_free : (void *) real_free};
+	void	  **slot[2] = {malloc_slot, free_slot};
+	int			prot[2] = {malloc_prot, free_prot};
+	void	   *was[2];
+	int			err = 0;
+	int			done;
+
+	if (on == redirected)
+		return 0;
+	if (malloc_slot == NULL || free_slot == NULL)
+		return ENOTSUP;
+	for (done = 0; done < 2 && err == 0; done++)
+	{
+		was[done] = *slot[done];
+		err = hpg_image_write(slot[done], &to[done], sizeof(void *), prot[done]);
+	}
+	if (err != 0)
+	{
+		/* back as they were: the one that failed may be written */
+		for (done -= 1; done >= 0; done--)
+			(void) hpg_image_write(slot[done], &was[done], sizeof(void *), prot[done]);
+		return err;
+	}
+	redirected = on;
+	return 0;
 }
 
 /*
@@ -427,9 +505,12 @@ learn_allocators(MemoryContext *probes)
 		}
 	}
 	PG_END_TRY();
-	/* for owned_malloc while wrapped */
+	/* for owned_malloc and owned_free while wrapped */
 	malloc_slot = mslot;
 	malloc_prot = mprot;
+	free_slot = hpg_image_slot("free");
+	free_prot = free_slot ? hpg_image_protection(free_slot, sizeof(void *)) : -1;
+	real_free = free_slot ? (void (*) (void *)) *free_slot : NULL;
 }
 
 /* What wrapping needs and a forked process inherits: the sets of tables, their pages' protection, the creators. */
@@ -546,19 +627,14 @@ hpg_owner_wrap(bool on)
 
 	if (!probed || on == (shown != ORIG))
 		return;
-	expected.token = -1;
-	expected.taking = false;
-	expected.created = NULL;
+	if (on)
+		sampler = pthread_self();
+	settle(NULL, true);			/* one awaited: its first block was sampled */
 	note = NULL;
 	err = show(on ? FAST : ORIG);
-	if (err == 0 && malloc_slot != NULL && on != redirected)
-	{
-		/* owned_malloc, for the address of a sampled new context; or back */
-		void	   *to = on ? (void *) owned_malloc : (void *) real_malloc;
-
-		if (hpg_image_write(malloc_slot, &to, sizeof(to), malloc_prot) == 0)
-			redirected = on;
-	}
+	/* owned_malloc and owned_free, for the address of a sampled new context; or back */
+	if (err == 0)
+		(void) redirect(on);
 	if (err != 0 && !logged)
 	{
 		logged = true;
@@ -623,7 +699,7 @@ hpg_owner_of(void **vec, unsigned *len, hpg_owner *out)
 	bool		caller_seen = false;
 	unsigned	n = 0;
 
-	if (shown == ORIG)
+	if (shown == ORIG || !in_sampler())
 		return HPG_OWNER_NONE;
 	for (unsigned i = 0; i < *len; i++)
 	{

@@ -279,6 +279,62 @@ test_across(void)
 			x[0].kind == HP_HIST_FUNCTION, "%zu", n);
 }
 
+/* A row of another shape (the client's merged suspects): an odd size. */
+typedef struct
+{
+	char		kind[9];
+	long		rate;
+	char		tag;
+} other_row;
+
+static bool
+other_is_function(const void *r)
+{
+	return strcmp(((const other_row *) r)->kind, "function") == 0;
+}
+
+static double
+other_rate(const void *r)
+{
+	return (double) ((const other_row *) r)->rate;
+}
+
+static bool
+other_same(const void *a, const void *b)
+{
+	(void) a;
+	(void) b;
+	return true;
+}
+
+static void
+test_functions_first(void)
+{
+	spec		s[] = {
+		{1, 11, HP_HIST_QUERY, "42", 0, 45, LINEAR, 1e6, 1050, 0, 0, -1, 0},
+		{1, 11, HP_HIST_CONTEXT, "c", 0, 45, LINEAR, 1e6, 1040, 0, 0, -1, 0},
+		{1, 11, HP_HIST_FUNCTION, "f", 0, 45, LINEAR, 1e6, 1000, 0, 0, -1, 0},
+		{2, 12, HP_HIST_QUERY, "43", 0, 45, LINEAR, 1e6, 3000, 0, 0, -1, 0},
+		{2, 12, HP_HIST_FUNCTION, "g", 0, 45, LINEAR, 1e6, 2000, 0, 0, -1, 0},
+	};
+	static const hp_growth_reader reader = {other_is_function, other_rate, other_same};
+	other_row	r[] = {{"query", 100, 'a'}, {"context", 99, 'b'}, {"function", 95, 'c'},
+	{"query", 50, 'd'}, {"function", 40, 'e'}};
+	hp_suspect *x;
+	size_t		n;
+
+	n = grow(s, lengthof(s), 45, &all, &x);
+	T_CHECK("functions first: within a tenth of a statement's and a context's rate, the function leads",
+			n == 5 && x[0].kind == HP_HIST_QUERY && x[0].pid == 2 && x[1].kind == HP_HIST_FUNCTION &&
+			x[1].pid == 2 && x[2].kind == HP_HIST_FUNCTION && x[2].pid == 1 && x[3].kind == HP_HIST_QUERY &&
+			x[4].kind == HP_HIST_CONTEXT, "%zu", n);
+	hp_growth_functions_first(r, lengthof(r), sizeof(other_row), &reader);
+	T_CHECK("functions first: rows of any shape, moved whole; a function at 80 % stays behind",
+			r[0].tag == 'c' && r[1].tag == 'a' && r[2].tag == 'b' && r[3].tag == 'd' && r[4].tag == 'e' &&
+			r[0].rate == 95 && strcmp(r[1].kind, "query") == 0, "%c%c%c%c%c", r[0].tag, r[1].tag, r[2].tag,
+			r[3].tag, r[4].tag);
+}
+
 static void
 test_kinds_window(void)
 {
@@ -553,6 +609,7 @@ main(void)
 	test_not_suspects();
 	test_processes();
 	test_across();
+	test_functions_first();
 	test_kinds_window();
 	test_span();
 	test_outside();
