@@ -8,12 +8,16 @@
  * the reader let through what the writer never makes), then go through
  * hp_growth, alone and as eight ticks a minute apart whose bytes grow with
  * the copy (per process or across, kinds chosen by the input's size).  The
- * suspects must be sorted, steady within 0..1 and above the rate asked,
- * else abort.  The environment is harness.h's: errors longjmp back here, and
+ * suspects must be in hp_growth_functions_first's order (the rows of other
+ * kinds than functions fastest first; no row more than a tenth faster than
+ * a function before it), steady within 0..1 and above the rate asked, else
+ * abort.  The environment is harness.h's: errors longjmp back here, and
  * on some sizes allocation fails or an interrupt jumps out.
  *
  * Build and run: make -C fuzz run SECONDS=60 (clang, ASan, UBSan).
  */
+#include <math.h>
+
 #include "harness.h"
 
 #include "engine/history.h"
@@ -24,15 +28,25 @@
 static void
 check(const hp_suspect *x, size_t n, const hp_growth_options *o)
 {
+	double		last = INFINITY;	/* of the other kinds */
+	double		slowest_function = INFINITY;
+
 	for (size_t i = 0; i < n; i++)
 	{
+		double		r = x[i].bytes_per_hour;
+		bool		function = x[i].kind == HP_HIST_FUNCTION;
+
 		if (x[i].name == NULL || !(x[i].steadiness >= 0 && x[i].steadiness <= 1) ||
-			!(x[i].bytes_per_hour > 0) || x[i].bytes_per_hour < o->min_rate ||
+			!(r > 0) || r < o->min_rate ||
 			x[i].processes < 1 || x[i].points < 6 || (unsigned) x[i].kind >= HP_HIST_KINDS ||
 			(o->per_process ? x[i].processes != 1 : x[i].pid != 0))
 			abort();
-		if (i > 0 && x[i].bytes_per_hour > x[i - 1].bytes_per_hour)
+		if ((!function && r > last) || 0.9 * r > slowest_function)
 			abort();
+		if (function)
+			slowest_function = fmin(slowest_function, r);
+		else
+			last = r;
 	}
 }
 
