@@ -391,17 +391,22 @@ static bool learning;
 static bool refuse_next;		/* the next malloc learned returns NULL */
 static void *(*real_realloc) (void *, size_t);
 
-/* The function holding the return address ret, as one of the allocators'. */
+/* f, a function's start, as one of the allocators' */
 static void
-learn(uintptr_t ret)
+add_allocator(uintptr_t f)
 {
-	uintptr_t	f = hpg_image_function(ret - 1);
-
 	for (int i = 0; i < nallocators; i++)
 		if (allocators[i] == f)
 			return;
 	if (f != 0 && nallocators < NALLOCATORS)
 		allocators[nallocators++] = f;
+}
+
+/* The function holding the return address ret, as one of the allocators'. */
+static void
+learn(uintptr_t ret)
+{
+	add_allocator(hpg_image_function(ret - 1));
 }
 
 static void *
@@ -595,8 +600,8 @@ hpg_owner_probe(void)
 	for (int k = 0; nallocators > 0 && k < NKINDS; k++)
 		if (tables[k] != NULL)
 		{
-			learn((uintptr_t) sets[ORIG][k].alloc + 1);
-			learn((uintptr_t) sets[ORIG][k].realloc + 1);
+			add_allocator((uintptr_t) sets[ORIG][k].alloc);
+			add_allocator((uintptr_t) sets[ORIG][k].realloc);
 		}
 	prepare();
 	probed = true;
